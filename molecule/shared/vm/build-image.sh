@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the Debian 12 guest image that the molecule scenarios boot with qemu.
+# The image is cached, keyed by this recipe, so only a changed recipe rebuilds it.
+# Usage: build-image.sh [CACHE_DIR]   prints the directory holding disk.img, vmlinuz, initrd.img
+set -euo pipefail
+
+recipe_dir=$(cd "$(dirname "$0")" && pwd)
+cache_root=${1:-${INSTINCT_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/instinct-stack/vm}}
+suite=bookworm
+mirror=${INSTINCT_DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
+mirror=${mirror:-http://deb.debian.org/debian}
+packages=linux-image-amd64,systemd-sysv,udev,openssh-server,sudo,python3,python3-apt,python3-venv,python3-pip,python3-dev,git,g++,make,kmod,iproute2,ca-certificates,curl,procps,less
+disk_size=6G
+
+key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
+out="$cache_root/debian12-$key"
+if [[ -f "$out/disk.img" && -f "$out/vmlinuz" && -f "$out/initrd.img" ]]; then
+  echo "$out"
+  exit 0
+fi
+
+work=$(mktemp -d "$cache_root.build.XXXXXX" 2>/dev/null || { mkdir -p "$cache_root"; mktemp -d "$cache_root/.build.XXXXXX"; })
+trap 'rm -rf "$work"' EXIT
+rootfs="$work/rootfs"
+echo "building guest image $key in $work (debootstrap $suite from $mirror)" >&2
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
+  || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+
+# Guest configuration: DHCP on the virtio NIC, DNS from qemu's user network, an SSH key from the kernel command line.
+install -m 0644 "$recipe_dir/guest-files/10-dhcp.network" "$rootfs/etc/systemd/network/10-dhcp.network"
+install -m 0755 "$recipe_dir/guest-files/instinct-ssh-key" "$rootfs/usr/local/sbin/instinct-ssh-key"
+install -m 0644 "$recipe_dir/guest-files/instinct-ssh-key.service" "$rootfs/etc/systemd/system/instinct-ssh-key.service"
+ln -sf /etc/systemd/system/instinct-ssh-key.service "$rootfs/etc/systemd/system/multi-user.target.wants/instinct-ssh-key.service"
+ln -sf /lib/systemd/system/systemd-networkd.service "$rootfs/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+echo "nameserver 10.0.2.3" >"$rootfs/etc/resolv.conf"
+echo "instinct-guest" >"$rootfs/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 instinct-guest\n' >"$rootfs/etc/hosts"
+echo "/dev/vda / ext4 defaults 0 1" >"$rootfs/etc/fstab"
+# The guest must reach nothing but the fixture mirror, so it starts with no apt sources of its own.
+rm -f "$rootfs/etc/apt/sources.list" "$rootfs"/etc/apt/sources.list.d/*
+chroot "$rootfs" useradd -m -s /bin/bash -G sudo ansible
+echo "ansible ALL=(ALL) NOPASSWD: ALL" >"$rootfs/etc/sudoers.d/ansible"
+chmod 0440 "$rootfs/etc/sudoers.d/ansible"
+chroot "$rootfs" apt-get clean
+rm -f "$rootfs"/etc/ssh/ssh_host_*key*  # regenerated per guest at boot
+cp -L "$rootfs/vmlinuz" "$work/vmlinuz"
+cp -L "$rootfs/initrd.img" "$work/initrd.img"
+mkfs.ext4 -q -F -L instinct-root -d "$rootfs" "$work/disk.img" "$disk_size"
+mkdir -p "$out.tmp"
+mv "$work/disk.img" "$work/vmlinuz" "$work/initrd.img" "$out.tmp/"
+mv "$out.tmp" "$out"
+echo "$out"

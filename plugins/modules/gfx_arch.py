@@ -1,0 +1,176 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, instinct.stack contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gfx_arch
+short_description: Detect the gfx architecture of every AMD GPU on a host
+version_added: "0.1.0"
+description:
+  - Finds every AMD GPU agent on the host and reports its gfx architecture (for example C(gfx90a)),
+    the unique list of architectures, and the C(PYTORCH_ROCM_ARCH) string to build PyTorch, Triton and vLLM for.
+  - Sources, in order of preference for O(source=auto) are the KFD topology in sysfs (needs only the
+    amdgpu kernel driver), C(rocminfo) output (needs ROCm), and PCI device IDs through the collection's
+    device table (works before ROCm is installed).
+  - An architecture, KFD target version or PCI device ID that the collection's arch table does not know
+    is an error naming the value; the next source is not tried, so a wrong arch never reaches a build.
+  - Reads only; it never changes the host.
+author:
+  - instinct.stack contributors
+options:
+  source:
+    description:
+      - Where to read the GPUs from. V(auto) uses the first of V(kfd), V(rocminfo), V(pci) that finds a GPU.
+    type: str
+    choices: [auto, kfd, rocminfo, pci]
+    default: auto
+  sysfs_root:
+    description:
+      - The sysfs mount point to read the KFD topology and PCI devices from; a copied tree works for tests.
+    type: path
+    default: /sys
+  rocminfo_path:
+    description:
+      - The C(rocminfo) executable. By default it is searched on E(PATH) and in C(/opt/rocm/bin).
+    type: path
+  require_gpu:
+    description:
+      - Fail when no AMD GPU is found. The failure message lists every source tried and why it found nothing.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - The arch table lives in C(plugins/module_utils/gfx_targets.py); add new architectures there.
+seealso:
+  - name: ROCm GPU architecture specifications
+    link: https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html
+"""
+
+EXAMPLES = r"""
+- name: Detect the GPU architectures of this host
+  instinct.stack.gfx_arch:
+  register: gfx
+
+- name: Build for exactly what is installed
+  ansible.builtin.debug:
+    msg: "PYTORCH_ROCM_ARCH={{ gfx.pytorch_rocm_arch }}"
+
+- name: Before ROCm is installed, read PCI IDs only
+  instinct.stack.gfx_arch:
+    source: pci
+
+- name: Hosts without GPUs (build hosts) report an empty list instead of failing
+  instinct.stack.gfx_arch:
+    require_gpu: false
+"""
+
+RETURN = r"""
+gpus:
+  description: Every AMD GPU agent found, in node order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    node:
+      description: KFD/HSA node number; null for O(source=pci).
+      type: int
+    gfx:
+      description: The gfx architecture name.
+      type: str
+      sample: gfx942
+    marketing_name:
+      description: Product name when known.
+      type: str
+      sample: AMD Instinct MI300X
+    pci_device_id:
+      description: PCI device ID (vendor 0x1002) as a hex string.
+      type: str
+      sample: "0x74a1"
+    pci_address:
+      description: PCI address of the GPU when known.
+      type: str
+      sample: "0000:0c:00.0"
+    compute_units:
+      description: Number of compute units; null for O(source=pci).
+      type: int
+      sample: 304
+    xnack:
+      description: Whether XNACK is on in the ISA rocminfo reports; null when not known.
+      type: bool
+  sample: [{node: 2, gfx: gfx942, marketing_name: AMD Instinct MI300X, pci_device_id: "0x74a1",
+            pci_address: "0000:0c:00.0", compute_units: 304, xnack: false}]
+gfx_arch:
+  description: Sorted unique gfx architectures.
+  returned: always
+  type: list
+  elements: str
+  sample: [gfx90a, gfx942]
+pytorch_rocm_arch:
+  description: The value for E(PYTORCH_ROCM_ARCH), architectures joined with C(;). Empty when no GPU.
+  returned: always
+  type: str
+  sample: gfx90a;gfx942
+source_used:
+  description: The source the GPUs were read from; null when none found any.
+  returned: always
+  type: str
+  sample: kfd
+sources_tried:
+  description: Each source tried, with what it found or why it found nothing.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.instinct.stack.plugins.module_utils.gfx_detect import DetectionError, detect
+from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", default="auto", choices=["auto", "kfd", "rocminfo", "pci"]),
+            sysfs_root=dict(type="path", default="/sys"),
+            rocminfo_path=dict(type="path"),
+            require_gpu=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    rocminfo = params["rocminfo_path"]
+    if rocminfo:
+        if not os.access(rocminfo, os.X_OK):
+            module.fail_json(msg="rocminfo_path %s is not an executable file" % rocminfo)
+    else:
+        rocminfo = module.get_bin_path("rocminfo", opt_dirs=["/opt/rocm/bin"])
+
+    def run_rocminfo():
+        return module.run_command([rocminfo])
+
+    try:
+        result = detect(
+            source=params["source"],
+            sysfs_root=params["sysfs_root"],
+            run_rocminfo=run_rocminfo if rocminfo else None,
+            require_gpu=params["require_gpu"],
+        )
+    except (DetectionError, UnknownArchError) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The module as Ansible runs it: argument handling, check mode, failures."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.instinct.stack.plugins.modules import gfx_arch
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def run_module(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+        gfx_arch.main()
+    result = json.loads(capsys.readouterr().out)
+    return exit_info.value.code, result
+
+
+@pytest.fixture
+def fake_rocminfo(tmp_path, rocminfo_text):
+    def make(name, rc=0):
+        script = tmp_path / "rocminfo"
+        fixture = tmp_path / ("%s.txt" % name)
+        fixture.write_text(rocminfo_text(name))
+        script.write_text("#!/bin/sh\ncat '%s'\nexit %d\n" % (fixture, rc))
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+        return str(script)
+
+    return make
+
+
+def test_kfd_source_in_check_mode(fixture_path, capsys):
+    code, result = run_module({"source": "kfd", "sysfs_root": fixture_path("kfd", "mi300x-8gpu"), "_ansible_check_mode": True}, capsys)
+    assert code == 0
+    assert result["changed"] is False
+    assert result["pytorch_rocm_arch"] == "gfx942"
+    assert len(result["gpus"]) == 8
+
+
+def test_rocminfo_path(fake_rocminfo, tmp_path, capsys):
+    code, result = run_module({"source": "rocminfo", "rocminfo_path": fake_rocminfo("mixed-mi100-mi210"),
+                               "sysfs_root": str(tmp_path)}, capsys)
+    assert code == 0
+    assert result["gfx_arch"] == ["gfx908", "gfx90a"]
+    assert result["source_used"] == "rocminfo"
+
+
+def test_rocminfo_path_not_executable(tmp_path, capsys):
+    code, result = run_module({"source": "rocminfo", "rocminfo_path": str(tmp_path / "missing")}, capsys)
+    assert code == 1
+    assert "is not an executable file" in result["msg"]
+
+
+def test_unknown_arch_fails_naming_it(fixture_path, capsys):
+    code, result = run_module({"sysfs_root": fixture_path("pci", "rx7900xtx-unsupported"), "source": "pci"}, capsys)
+    assert code == 1
+    assert "1002:744c" in result["msg"]
+
+
+def test_no_gpu_fails_unless_allowed(fixture_path, capsys):
+    root = fixture_path("kfd", "cpu-only")
+    code, result = run_module({"sysfs_root": root, "source": "kfd"}, capsys)
+    assert code == 1 and "no AMD GPU detected" in result["msg"]
+    code, result = run_module({"sysfs_root": root, "source": "kfd", "require_gpu": False}, capsys)
+    assert code == 0 and result["gpus"] == []
+
+
+def test_bad_source_is_rejected(capsys):
+    code, result = run_module({"source": "nvidia-smi"}, capsys)
+    assert code == 1
+    assert "value of source must be one of" in result["msg"]
+
+
+def ansible_adhoc(module_args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
+    proc = subprocess.run([ansible, "localhost", "-m", "instinct.stack.gfx_arch", "-a", module_args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    start = proc.stdout.find("localhost | ")
+    assert start >= 0, proc.stdout + proc.stderr
+    status, _, body = proc.stdout[start:].partition(" => ")
+    return proc.returncode, status.split(" | ")[1], json.loads(body)
+
+
+def test_adhoc_rocminfo_from_the_repo_root(fake_rocminfo, tmp_path):
+    rc, status, result = ansible_adhoc("source=rocminfo rocminfo_path=%s" % fake_rocminfo("mi300x-8gpu"))
+    assert (rc, status) == (0, "SUCCESS"), result
+    assert result["pytorch_rocm_arch"] == "gfx942"
+
+
+def test_adhoc_kfd_tree(fixture_path):
+    rc, status, result = ansible_adhoc("source=kfd sysfs_root=%s" % fixture_path("kfd", "mixed-mi100-mi210"))
+    assert (rc, status) == (0, "SUCCESS"), result
+    assert result["pytorch_rocm_arch"] == "gfx908;gfx90a"
+
+
+def test_adhoc_failure_is_reported(fixture_path):
+    rc, status, result = ansible_adhoc("source=kfd sysfs_root=%s" % fixture_path("kfd", "rx7900xtx-unsupported"))
+    assert (rc, status) == (2, "FAILED!")
+    assert "gfx1100" in result["msg"]
