@@ -15,12 +15,12 @@ import re
 
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import (
     AMD_PCI_VENDOR_ID,
+    PCI_DEVICES,
     UnknownArchError,
     gfx_from_target_version,
     pci_device,
     pytorch_rocm_arch,
     supported_arch,
-    PCI_DEVICES,
 )
 
 SOURCES = ("kfd", "rocminfo", "pci")
@@ -93,16 +93,18 @@ def detect_kfd(sysfs_root):
         try:
             gfx = gfx_from_target_version(target_version)
         except UnknownArchError as exc:
-            raise UnknownArchError("KFD node %s (%s): %s" % (node, path, exc))
+            raise UnknownArchError("KFD node %s (%s): %s" % (node, path, exc)) from None
         supported_arch(gfx, where)
         simd_per_cu = props.get("simd_per_cu") or 4
-        gpus.append(_gpu(
-            node=int(node) if node.isdigit() else node,
-            gfx=gfx,
-            device_id=props.get("device_id"),
-            compute_units=props["simd_count"] // simd_per_cu,
-            address=pci_address(props.get("domain", 0), props["location_id"]) if "location_id" in props else None,
-        ))
+        gpus.append(
+            _gpu(
+                node=int(node) if node.isdigit() else node,
+                gfx=gfx,
+                device_id=props.get("device_id"),
+                compute_units=props["simd_count"] // simd_per_cu,
+                address=pci_address(props.get("domain", 0), props["location_id"]) if "location_id" in props else None,
+            )
+        )
     return gpus
 
 
@@ -127,15 +129,17 @@ def parse_rocminfo(text):
         gfx = supported_arch(name.split(":")[0], "rocminfo agent on node %s (Name: %s)" % (node, name))
         chip_id = _int_field(fields, "Chip ID")
         bdfid = _int_field(fields, "BDFID")
-        gpus.append(_gpu(
-            node=node,
-            gfx=gfx,
-            device_id=chip_id,
-            compute_units=_int_field(fields, "Compute Unit"),
-            xnack=xnack,
-            address=pci_address(0, bdfid) if bdfid else None,
-            marketing_name=fields.get("Marketing Name") or None,
-        ))
+        gpus.append(
+            _gpu(
+                node=node,
+                gfx=gfx,
+                device_id=chip_id,
+                compute_units=_int_field(fields, "Compute Unit"),
+                xnack=xnack,
+                address=pci_address(0, bdfid) if bdfid else None,
+                marketing_name=fields.get("Marketing Name") or None,
+            )
+        )
     return gpus
 
 
@@ -161,14 +165,24 @@ def detect_pci(sysfs_root):
             if _read_hex(os.path.join(base, "vendor")) != AMD_PCI_VENDOR_ID:
                 continue
             device_id = _read_hex(os.path.join(base, "device"))
-            pci_class = _read_hex(os.path.join(base, "class")) if os.path.exists(os.path.join(base, "class")) else 0x030000
+            pci_class = (
+                _read_hex(os.path.join(base, "class")) if os.path.exists(os.path.join(base, "class")) else 0x030000
+            )
         except (IOError, OSError, ValueError):
             continue
         if (pci_class >> 16) not in GPU_PCI_CLASSES:
             continue  # the GPU's HDMI audio function and other non-GPU AMD devices
         gfx, marketing_name = pci_device(device_id)
-        gpus.append(_gpu(node=None, gfx=gfx, device_id=device_id, compute_units=None,
-                         address=address, marketing_name=marketing_name))
+        gpus.append(
+            _gpu(
+                node=None,
+                gfx=gfx,
+                device_id=device_id,
+                compute_units=None,
+                address=address,
+                marketing_name=marketing_name,
+            )
+        )
     return gpus
 
 
@@ -193,7 +207,10 @@ def detect(source="auto", sysfs_root="/sys", run_rocminfo=None, require_gpu=True
     tried = []
     for name in order:
         if name == "kfd":
-            gpus, note = detect_kfd(sysfs_root), "no KFD topology under %s (amdgpu kernel driver not loaded?)" % sysfs_root
+            gpus, note = (
+                detect_kfd(sysfs_root),
+                "no KFD topology under %s (amdgpu kernel driver not loaded?)" % sysfs_root,
+            )
         elif name == "pci":
             gpus, note = detect_pci(sysfs_root), "no PCI device tree under %s" % sysfs_root
         else:

@@ -18,7 +18,10 @@ AMD_PCI_VENDOR_ID = 0x1002
 GFX_ARCHS = {
     "gfx908": {"family": "CDNA", "products": ["AMD Instinct MI100"]},
     "gfx90a": {"family": "CDNA2", "products": ["AMD Instinct MI210", "AMD Instinct MI250", "AMD Instinct MI250X"]},
-    "gfx942": {"family": "CDNA3", "products": ["AMD Instinct MI300A", "AMD Instinct MI300X", "AMD Instinct MI308X", "AMD Instinct MI325X"]},
+    "gfx942": {
+        "family": "CDNA3",
+        "products": ["AMD Instinct MI300A", "AMD Instinct MI300X", "AMD Instinct MI308X", "AMD Instinct MI325X"],
+    },
     "gfx950": {"family": "CDNA4", "products": ["AMD Instinct MI350X", "AMD Instinct MI355X"]},
 }
 
@@ -82,14 +85,14 @@ def pci_device(device_id):
         raise UnknownArchError(
             "PCI device 1002:%04x is not in the AMD Instinct device table (known: %s)"
             % (device_id, ", ".join("%04x" % known for known in sorted(PCI_DEVICES)))
-        )
+        ) from None
 
 
 def validate_arch_list(archs):
     """Validate a list (or ';'/','/space separated string) of gfx names; return the sorted unique list."""
     if isinstance(archs, str):
         archs = archs.replace(";", " ").replace(",", " ").split()
-    names = [str(arch).split(":")[0].strip() for arch in archs]
+    names = [str(arch).split(":", maxsplit=1)[0].strip() for arch in archs]
     if not names:
         raise UnknownArchError("the arch list is empty")
     for name in names:

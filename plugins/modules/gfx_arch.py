@@ -22,7 +22,7 @@ description:
     is an error naming the value; the next source is not tried, so a wrong arch never reaches a build.
   - Reads only; it never changes the host.
 author:
-  - instinct.stack contributors
+  - instinct.stack contributors (@instinct-stack)
 options:
   source:
     description:
@@ -46,13 +46,16 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return the same result, since the module only reads.
     support: full
   diff_mode:
+    description: The module changes nothing, so there is no diff.
     support: none
 notes:
   - The arch table lives in C(plugins/module_utils/gfx_targets.py); add new architectures there.
 seealso:
   - name: ROCm GPU architecture specifications
+    description: The gfx name, product and compute units of every AMD Instinct GPU.
     link: https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html
 """
 
@@ -135,6 +138,7 @@ sources_tried:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_detect import DetectionError, detect
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError
 

@@ -1,5 +1,6 @@
 """Fixtures shared by the unit tests: the captured-output fixture tree."""
 
+import json
 import os
 
 import pytest
@@ -24,3 +25,25 @@ def rocminfo_text(fixture_path):
             return handle.read()
 
     return read
+
+
+@pytest.fixture
+def pci_sysfs(fixture_path, tmp_path):
+    """Lay out a PCI sysfs tree (bus/pci/devices/ADDRESS/{vendor,device,class}) from tests/fixtures/pci/NAME.json.
+
+    The device directories are named by PCI address, which contains colons, so they are kept as JSON
+    (colons are not portable file names) and written out per test.
+    """
+
+    def make(name):
+        with open(fixture_path("pci", name + ".json")) as handle:
+            devices = json.load(handle)
+        root = tmp_path / ("sysfs-" + name)
+        for address, files in devices.items():
+            device_dir = root / "bus" / "pci" / "devices" / address
+            device_dir.mkdir(parents=True)
+            for filename, value in files.items():
+                (device_dir / filename).write_text(value + "\n")
+        return str(root)
+
+    return make

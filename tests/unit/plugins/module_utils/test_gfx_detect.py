@@ -22,8 +22,13 @@ def test_rocminfo_mi300x_host(rocminfo_text):
     assert [gpu["node"] for gpu in gpus] == list(range(2, 10))
     first = gpus[0]
     assert first == {
-        "node": 2, "gfx": "gfx942", "marketing_name": "AMD Instinct MI300X", "pci_device_id": "0x74a1",
-        "pci_address": "0000:0c:00.0", "compute_units": 304, "xnack": False,
+        "node": 2,
+        "gfx": "gfx942",
+        "marketing_name": "AMD Instinct MI300X",
+        "pci_device_id": "0x74a1",
+        "pci_address": "0000:0c:00.0",
+        "compute_units": 304,
+        "xnack": False,
     }
 
 
@@ -57,8 +62,11 @@ def test_kfd_properties_parse():
 def test_kfd_mi300x_tree_agrees_with_rocminfo(fixture_path, rocminfo_text):
     kfd = detect_kfd(fixture_path("kfd", "mi300x-8gpu"))
     rocminfo = parse_rocminfo(rocminfo_text("mi300x-8gpu"))
-    strip = lambda gpus: [{k: v for k, v in g.items() if k != "xnack"} for g in gpus]  # noqa: E731
-    assert strip(kfd) == strip(rocminfo)
+
+    def without_xnack(gpus):
+        return [{key: value for key, value in gpu.items() if key != "xnack"} for gpu in gpus]
+
+    assert without_xnack(kfd) == without_xnack(rocminfo)
     assert all(g["xnack"] is None for g in kfd)
 
 
@@ -76,16 +84,17 @@ def test_kfd_absent_tree_is_none(tmp_path):
     assert detect_kfd(str(tmp_path)) is None
 
 
-def test_pci_ignores_audio_functions_and_other_vendors(fixture_path):
-    gpus = detect_pci(fixture_path("pci", "mi210-with-audio"))
+def test_pci_ignores_audio_functions_and_other_vendors(pci_sysfs):
+    gpus = detect_pci(pci_sysfs("mi210-with-audio"))
     assert [(g["pci_address"], g["gfx"], g["marketing_name"]) for g in gpus] == [
-        ("0000:03:00.0", "gfx90a", "AMD Instinct MI210")]
+        ("0000:03:00.0", "gfx90a", "AMD Instinct MI210")
+    ]
     assert gpus[0]["node"] is None and gpus[0]["compute_units"] is None
 
 
-def test_pci_unknown_device_names_the_id(fixture_path):
+def test_pci_unknown_device_names_the_id(pci_sysfs):
     with pytest.raises(UnknownArchError, match="1002:744c"):
-        detect_pci(fixture_path("pci", "rx7900xtx-unsupported"))
+        detect_pci(pci_sysfs("rx7900xtx-unsupported"))
 
 
 def test_pci_address_format():
@@ -100,16 +109,18 @@ def test_auto_prefers_kfd(fixture_path, rocminfo_text):
     assert result["pytorch_rocm_arch"] == "gfx90a"
 
 
-def test_auto_falls_back_to_rocminfo_then_pci(tmp_path, fixture_path, rocminfo_text):
+def test_auto_falls_back_to_rocminfo_then_pci(tmp_path, rocminfo_text, pci_sysfs):
     result = detect("auto", str(tmp_path), runner(rocminfo_text("mixed-mi100-mi210")))
     assert result["source_used"] == "rocminfo"
     assert result["pytorch_rocm_arch"] == "gfx908;gfx90a"
-    result = detect("auto", fixture_path("pci", "mi300x-2gpu"), None)
+    root = pci_sysfs("mi300x-2gpu")
+    result = detect("auto", root, None)
     assert result["source_used"] == "pci"
     assert len(result["gpus"]) == 2
     assert result["sources_tried"][:2] == [
-        "kfd: no KFD topology under %s (amdgpu kernel driver not loaded?)" % fixture_path("pci", "mi300x-2gpu"),
-        "rocminfo: rocminfo not found"]
+        "kfd: no KFD topology under %s (amdgpu kernel driver not loaded?)" % root,
+        "rocminfo: rocminfo not found",
+    ]
 
 
 def test_rocminfo_failure_is_reported(tmp_path, rocminfo_text):
@@ -118,8 +129,8 @@ def test_rocminfo_failure_is_reported(tmp_path, rocminfo_text):
     assert "rocminfo exited 1: ROCk module is NOT loaded" in str(info.value)
 
 
-def test_no_gpu_lists_every_source_tried(fixture_path):
-    root = fixture_path("pci", "no-amd-gpu")
+def test_no_gpu_lists_every_source_tried(pci_sysfs):
+    root = pci_sysfs("no-amd-gpu")
     with pytest.raises(DetectionError) as info:
         detect("auto", root, None)
     message = str(info.value)

@@ -12,7 +12,14 @@ from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import 
 
 @pytest.mark.parametrize(
     "target_version, gfx",
-    [(90008, "gfx908"), (90010, "gfx90a"), (90402, "gfx942"), (90500, "gfx950"), (110000, "gfx1100"), (100300, "gfx1030")],
+    [
+        (90008, "gfx908"),
+        (90010, "gfx90a"),
+        (90402, "gfx942"),
+        (90500, "gfx950"),
+        (110000, "gfx1100"),
+        (100300, "gfx1030"),
+    ],
 )
 def test_target_version_decodes_to_gfx_name(target_version, gfx):
     assert gfx_from_target_version(target_version) == gfx
@@ -26,8 +33,13 @@ def test_invalid_target_version_is_refused(bad):
 
 @pytest.mark.parametrize(
     "device_id, gfx, product",
-    [(0x738C, "gfx908", "MI100"), (0x740F, "gfx90a", "MI210"), (0x740C, "gfx90a", "MI250"),
-     (0x74A1, "gfx942", "MI300X"), (0x75A3, "gfx950", "MI355X")],
+    [
+        (0x738C, "gfx908", "MI100"),
+        (0x740F, "gfx90a", "MI210"),
+        (0x740C, "gfx90a", "MI250"),
+        (0x74A1, "gfx942", "MI300X"),
+        (0x75A3, "gfx950", "MI355X"),
+    ],
 )
 def test_pci_table(device_id, gfx, product):
     found_gfx, name = pci_device(device_id)
@@ -41,7 +53,7 @@ def test_unknown_pci_device_names_the_id():
 
 
 def test_every_pci_device_maps_to_a_supported_arch():
-    assert {gfx for gfx, _ in gfx_targets.PCI_DEVICES.values()} <= set(gfx_targets.GFX_ARCHS)
+    assert {entry[0] for entry in gfx_targets.PCI_DEVICES.values()} <= set(gfx_targets.GFX_ARCHS)
 
 
 def test_arch_list_accepts_strings_and_feature_suffixes():

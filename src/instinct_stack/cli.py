@@ -1,0 +1,65 @@
+"""The instinct-stack command line."""
+
+import argparse
+import json
+import sys
+
+from instinct_stack import __version__
+from instinct_stack.detect import detect, format_table
+
+
+def _detect_extravars(args):
+    extravars = {}
+    if args.source:
+        extravars["instinct_gfx_source"] = args.source
+    if args.sysfs_root:
+        extravars["instinct_sysfs_root"] = args.sysfs_root
+    if args.rocminfo_path:
+        extravars["instinct_rocminfo_path"] = args.rocminfo_path
+    if args.allow_no_gpu:
+        extravars["instinct_require_gpu"] = False
+    return extravars
+
+
+def cmd_detect(args):
+    rows, rc, output = detect(args.inventory, limit=args.limit, extravars=_detect_extravars(args))
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        print(format_table(rows))
+    if not rows:
+        print(
+            "no host ran gfx_arch (empty inventory, or --limit matched nothing); ansible-playbook rc=%s:\n%s"
+            % (rc, output[-3000:]),
+            file=sys.stderr,
+        )
+        return 2
+    return 0 if all(row["ok"] for row in rows) else 1
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="instinct-stack", description=__doc__)
+    parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    detect_parser = commands.add_parser("detect", help="detect the gfx architecture of every GPU on every host")
+    detect_parser.add_argument("-i", "--inventory", required=True, help="inventory file or directory")
+    detect_parser.add_argument("-l", "--limit", help="limit to these hosts or groups (ansible --limit pattern)")
+    detect_parser.add_argument("--source", choices=["auto", "kfd", "rocminfo", "pci"], help="detection source")
+    detect_parser.add_argument("--sysfs-root", help="read sysfs from this directory instead of /sys")
+    detect_parser.add_argument("--rocminfo-path", help="rocminfo executable to run")
+    detect_parser.add_argument(
+        "--allow-no-gpu", action="store_true", help="report hosts without GPUs instead of failing"
+    )
+    detect_parser.add_argument("--json", action="store_true", help="print the per-host results as JSON")
+    detect_parser.set_defaults(handler=cmd_detect)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

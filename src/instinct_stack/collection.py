@@ -1,0 +1,33 @@
+"""Where the instinct.stack collection is, and the environment ansible-runner needs to use it."""
+
+import os
+import sys
+from pathlib import Path
+
+COLLECTION_ENV = "INSTINCT_STACK_ROOT"
+
+
+def collection_root():
+    """The checkout or installed tree that holds galaxy.yml for instinct.stack.
+
+    $INSTINCT_STACK_ROOT wins; otherwise the checkout this package was installed from (editable install).
+    """
+    candidates = [os.environ.get(COLLECTION_ENV), Path(__file__).resolve().parents[2]]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "galaxy.yml").is_file() and (Path(candidate) / "playbooks").is_dir():
+            return Path(candidate).resolve()
+    raise SystemExit(
+        "cannot find the instinct.stack collection: set %s to the directory holding its galaxy.yml" % COLLECTION_ENV
+    )
+
+
+def runner_envvars(root):
+    """Environment for ansible-playbook under ansible-runner: the collection's own ansible.cfg and collection path."""
+    # ansible-playbook is found beside this interpreter, so an unactivated virtualenv works too.
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    return {
+        "PATH": path,
+        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": str(root / "collections"),
+        "ANSIBLE_FORCE_COLOR": "0",
+    }
