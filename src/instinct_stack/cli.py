@@ -11,13 +11,13 @@ from instinct_stack.detect import detect, format_table
 def _detect_extravars(args):
     extravars = {}
     if args.source:
-        extravars["instinct_gfx_source"] = args.source
+        extravars["rocm_gfx_source"] = args.source
     if args.sysfs_root:
         extravars["instinct_sysfs_root"] = args.sysfs_root
     if args.rocminfo_path:
         extravars["instinct_rocminfo_path"] = args.rocminfo_path
     if args.allow_no_gpu:
-        extravars["instinct_require_gpu"] = False
+        extravars["rocm_require_gpu"] = False
     return extravars
 
 

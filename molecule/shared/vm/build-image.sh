@@ -9,12 +9,12 @@ cache_root=${1:-${INSTINCT_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/instinct-st
 suite=bookworm
 mirror=${INSTINCT_DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
-packages=linux-image-amd64,systemd-sysv,udev,openssh-server,sudo,python3,python3-apt,python3-venv,python3-pip,python3-dev,git,g++,make,kmod,iproute2,ca-certificates,curl,procps,less
+packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,python3-apt,python3-venv,python3-pip,python3-dev,git,g++,make,kmod,iproute2,ca-certificates,curl,procps,less
 disk_size=6G
 
 key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
 out="$cache_root/debian12-$key"
-if [[ -f "$out/disk.img" && -f "$out/vmlinuz" && -f "$out/initrd.img" ]]; then
+if [[ -f "$out/disk.img" && -f "$out/vmlinuz" && -f "$out/initrd.img" && -f "$out/packages.txt" ]]; then
   echo "$out"
   exit 0
 fi
@@ -42,11 +42,13 @@ chroot "$rootfs" useradd -m -s /bin/bash -G sudo ansible
 echo "ansible ALL=(ALL) NOPASSWD: ALL" >"$rootfs/etc/sudoers.d/ansible"
 chmod 0440 "$rootfs/etc/sudoers.d/ansible"
 chroot "$rootfs" apt-get clean
+# The fixture mirror serves only the distribution packages that the guest lacks.
+chroot "$rootfs" dpkg-query -W -f '${Package}\n' | sort -u >"$work/packages.txt"
 rm -f "$rootfs"/etc/ssh/ssh_host_*key*  # regenerated per guest at boot
 cp -L "$rootfs/vmlinuz" "$work/vmlinuz"
 cp -L "$rootfs/initrd.img" "$work/initrd.img"
 mkfs.ext4 -q -F -L instinct-root -d "$rootfs" "$work/disk.img" "$disk_size"
 mkdir -p "$out.tmp"
-mv "$work/disk.img" "$work/vmlinuz" "$work/initrd.img" "$out.tmp/"
+mv "$work/disk.img" "$work/vmlinuz" "$work/initrd.img" "$work/packages.txt" "$out.tmp/"
 mv "$out.tmp" "$out"
 echo "$out"

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Build the fixture mirror that the molecule guests install from.
+
+    build_mirror.py IMAGE_DIR [CACHE_DIR]     prints the mirror directory
+
+IMAGE_DIR is the guest image (build-image.sh); its packages.txt says what the guest already has.
+
+The mirror has the layout of AMD's repositories, so the roles use it exactly as the real thing
+with only the base URL changed:
+
+    rocm/rocm.gpg.key                             armored signing key (a test key made here)
+    rocm/apt/<ROCM>/dists/<suite>/...             ROCm packages: rocm-core, hsa-rocr, rocminfo, hipcc, hipblas, ...
+    amdgpu/<AMDGPU>/ubuntu/dists/<suite>/...      amdgpu-dkms
+    debian/dists/bookworm/...                     the Debian packages the roles install that the guest
+                                                  image lacks (gcc-11 ...), fetched with apt-get download
+                                                  and its dependency resolution, index re-signed
+
+The packages are small but carry ROCm's package names, versions, dependencies and paths:
+/opt/rocm-<ROCM>/ with real shared libraries (libhipblas.so.2 ...), the /opt/rocm alternative that
+rocm-core registers, a rocminfo that prints an output captured from an 8x MI300X server, and a
+hipcc that compiles host code with the system g++. amdgpu-dkms marks the host as needing a reboot,
+as a new kernel module does. The result is cached, keyed by this script and the fixtures it reads.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROCMINFO_FIXTURE = os.path.join(REPO, "tests", "fixtures", "rocminfo", "mi300x-8gpu.txt")
+SUITES = ("jammy", "noble")
+# (ROCm release, its amdgpu driver release, KFD module version the driver reports)
+RELEASES = (("7.0.2", "30.10.2", "6.14.14"),)
+# Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12).
+DEBIAN_SUITE = "bookworm"
+DEBIAN_PACKAGES = ("gcc-11", "g++-11")
+BUILD_NUMBER = "56"
+
+
+def rocm_packages(rocm, suite):
+    """(name, version, depends, files, maintainer scripts) for one ROCm release."""
+    major, minor, patch = (int(part) for part in rocm.split("."))
+    numeric = "%d%02d%02d" % (major, minor, patch)
+    distro = {"jammy": "22.04", "noble": "24.04"}[suite]
+    version = lambda upstream: "%s.%s-%s~%s" % (upstream, numeric, BUILD_NUMBER, distro)  # noqa: E731
+    prefix = "/opt/rocm-%s" % rocm
+    with open(ROCMINFO_FIXTURE) as handle:
+        rocminfo_output = handle.read()
+    return [
+        ("rocm-core", version(rocm), [], {
+            prefix + "/.info/version": "%s-%s\n" % (rocm, BUILD_NUMBER),
+            prefix + "/bin/rocm_agent_enumerator": "#!/bin/sh\n%s/bin/rocminfo | sed -n 's/^  Name: *\\(gfx[0-9a-f]*\\).*/\\1/p'\n" % prefix,
+        }, {
+            "postinst": "#!/bin/sh\nset -e\nupdate-alternatives --install /opt/rocm rocm %s %s\n" % (prefix, numeric),
+            "prerm": "#!/bin/sh\nset -e\nupdate-alternatives --remove rocm %s\n" % prefix,
+        }),
+        ("hsa-rocr", version("1.18.0"), ["rocm-core"], {prefix + "/lib/libhsa-runtime64.so.1.18.0": ("so", "libhsa-runtime64.so.1")}, {}),
+        ("rocminfo", version("1.0.0"), ["rocm-core", "hsa-rocr"], {
+            prefix + "/bin/rocminfo": "#!/bin/sh\ncat <<'ROCMINFO'\n%sROCMINFO\n" % rocminfo_output,
+        }, {}),
+        ("hipcc", version("1.1.1"), ["rocm-core"], {
+            prefix + "/bin/hipcc": "#!/bin/bash\n"
+            "# Host-only compile: --offload-arch is accepted and logged, the code is built by the system g++.\n"
+            "args=()\nfor a in \"$@\"; do\n  case \"$a\" in\n"
+            "    --offload-arch=*) echo \"$a\" >>\"${HIPCC_ARCH_LOG:-/dev/null}\" ;;\n"
+            "    *) args+=(\"$a\") ;;\n  esac\ndone\nexec g++ \"${args[@]}\"\n",
+        }, {}),
+        ("hip-runtime-amd", version("7.0.51831"), ["rocm-core", "hsa-rocr"], {
+            prefix + "/lib/libamdhip64.so.7.0.51831": ("so", "libamdhip64.so.7"),
+        }, {}),
+        ("hipblas", version("3.0.2"), ["rocm-core", "hip-runtime-amd"], {
+            prefix + "/lib/libhipblas.so.3.0": ("so", "libhipblas.so.2"),
+        }, {}),
+        ("hipblaslt", version("1.0.0"), ["rocm-core", "hip-runtime-amd"], {
+            prefix + "/lib/libhipblaslt.so.1.0": ("so", "libhipblaslt.so.1"),
+            prefix + "/lib/hipblaslt/library/TensileManifest.txt": "gfx90a\ngfx942\ngfx950\n",
+        }, {}),
+        ("rocm-llvm", version("20.0.0.25314"), ["rocm-core"], {
+            prefix + "/lib/llvm/lib/libomp.so.20": ("so", "libomp.so.20"),
+        }, {}),
+        ("rocm-hip-runtime", version(rocm), ["rocm-core", "hsa-rocr", "rocminfo", "hip-runtime-amd"], {}, {}),
+        ("rocm-hip-libraries", version(rocm), ["rocm-hip-runtime", "hipblas", "hipblaslt"], {}, {}),
+        ("rocm-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "rocm-llvm"], {}, {}),
+        ("rocm", version(rocm), ["rocm-hip-libraries", "rocm-dev"], {}, {}),
+    ]
+
+
+def amdgpu_packages(amdgpu, kfd_version, suite):
+    distro = {"jammy": "22.04", "noble": "24.04"}[suite]
+    return [
+        ("amdgpu-dkms", "1:%s.%s-2212064.%s" % (kfd_version, amdgpu.replace(".", ""), distro), [], {
+            "/usr/src/amdgpu-%s/dkms.conf" % kfd_version: 'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="%s"\n' % kfd_version,
+        }, {
+            # dkms would build amdgpu.ko for the running kernel here; loading it takes a reboot.
+            "postinst": "#!/bin/sh\nset -e\ntouch /var/run/reboot-required\necho amdgpu-dkms >>/var/run/reboot-required.pkgs\n",
+        }),
+    ]
+
+
+def build_deb(workdir, outdir, name, version, depends, files, scripts):
+    root = os.path.join(workdir, "%s_%s" % (name, version))
+    os.makedirs(os.path.join(root, "DEBIAN"))
+    for path, content in files.items():
+        target = root + path
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if isinstance(content, tuple):  # a real shared library with this soname
+            source = os.path.join(workdir, "lib.c")
+            with open(source, "w") as handle:
+                handle.write("int %s_fixture_version(void) { return 1; }\n" % name.replace("-", "_"))
+            subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname," + content[1], "-o", target, source], check=True)
+            link = os.path.join(os.path.dirname(target), content[1])
+            if os.path.basename(target) != content[1]:
+                os.symlink(os.path.basename(target), link)
+        else:
+            with open(target, "w") as handle:
+                handle.write(content)
+            os.chmod(target, 0o755 if content.startswith("#!") else 0o644)
+    control = ["Package: " + name, "Version: " + version, "Architecture: amd64",
+               "Maintainer: instinct.stack test fixtures <fixtures@instinct-stack.invalid>",
+               "Description: instinct.stack fixture of the ROCm package " + name]
+    if depends:
+        control.append("Depends: " + ", ".join(depends))
+    with open(os.path.join(root, "DEBIAN", "control"), "w") as handle:
+        handle.write("\n".join(control) + "\n")
+    for script, body in scripts.items():
+        path = os.path.join(root, "DEBIAN", script)
+        with open(path, "w") as handle:
+            handle.write(body)
+        os.chmod(path, 0o755)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", root, outdir], check=True, stdout=subprocess.DEVNULL)
+
+
+def publish(repo_dir, suite, debs_by_suite, gnupghome, key_id):
+    """An apt repository in the layout apt expects: pool/ plus a signed dists/SUITE."""
+    pool = os.path.join(repo_dir, "pool", "main", suite)
+    os.makedirs(pool, exist_ok=True)
+    for deb in debs_by_suite:
+        shutil.copy(deb, pool)
+    binary = os.path.join(repo_dir, "dists", suite, "main", "binary-amd64")
+    os.makedirs(binary, exist_ok=True)
+    packages = subprocess.run(["apt-ftparchive", "packages", os.path.relpath(pool, repo_dir)], cwd=repo_dir,
+                              check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(binary, "Packages"), "w") as handle:
+        handle.write(packages)
+    subprocess.run(["gzip", "-kf9n", os.path.join(binary, "Packages")], check=True)
+    dist = os.path.join(repo_dir, "dists", suite)
+    release = subprocess.run(
+        ["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=instinct.stack fixtures",
+         "-o", "APT::FTPArchive::Release::Suite=" + suite, "-o", "APT::FTPArchive::Release::Codename=" + suite,
+         "-o", "APT::FTPArchive::Release::Components=main", "-o", "APT::FTPArchive::Release::Architectures=amd64",
+         "release", "."], cwd=dist, check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(dist, "Release"), "w") as handle:
+        handle.write(release)
+    gpg = ["gpg", "--homedir", gnupghome, "--batch", "--yes", "--local-user", key_id]
+    subprocess.run(gpg + ["--clearsign", "-o", "InRelease", "Release"], cwd=dist, check=True)
+    subprocess.run(gpg + ["--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist, check=True)
+
+
+def debian_subset(image_packages_file, workdir):
+    """Download DEBIAN_PACKAGES and every dependency the guest image lacks, with apt's own resolver."""
+    with open(image_packages_file) as handle:
+        in_image = set(handle.read().split())
+    depends = subprocess.run(
+        ["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
+         "--no-replaces", "--no-enhances", *DEBIAN_PACKAGES], check=True, capture_output=True, text=True).stdout
+    closure = {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
+    wanted = sorted(closure - in_image)
+    os.makedirs(workdir, exist_ok=True)
+    subprocess.run(["apt-get", "download", "-q", *wanted], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
+    return [os.path.join(workdir, deb) for deb in sorted(os.listdir(workdir)) if deb.endswith(".deb")]
+
+
+def recipe_key(image_packages_file):
+    digest = hashlib.sha256()
+    for path in (__file__, ROCMINFO_FIXTURE, image_packages_file):
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()[:16]
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    image_packages_file = os.path.join(argv[1], "packages.txt")
+    cache = argv[2] if len(argv) > 2 else os.environ.get(
+        "INSTINCT_MIRROR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "instinct-stack", "mirror"))
+    out = os.path.join(cache, "mirror-" + recipe_key(image_packages_file))
+    if os.path.isfile(os.path.join(out, "rocm", "rocm.gpg.key")):
+        print(out)
+        return 0
+    os.makedirs(cache, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as work:
+        gnupghome = os.path.join(work, "gnupg")
+        os.makedirs(gnupghome, mode=0o700)
+        uid = "instinct.stack fixture mirror <fixtures@instinct-stack.invalid>"
+        subprocess.run(["gpg", "--homedir", gnupghome, "--batch", "--passphrase", "", "--quick-gen-key", uid,
+                        "ed25519", "sign", "never"], check=True, capture_output=True)
+        staging = os.path.join(work, "mirror")
+        os.makedirs(os.path.join(staging, "rocm"))
+        with open(os.path.join(staging, "rocm", "rocm.gpg.key"), "w") as handle:
+            handle.write(subprocess.run(["gpg", "--homedir", gnupghome, "--armor", "--export", uid], check=True,
+                                        capture_output=True, text=True).stdout)
+        for rocm, amdgpu, kfd_version in RELEASES:
+            for suite in SUITES:
+                for repo_dir, packages in (
+                    (os.path.join(staging, "rocm", "apt", rocm), rocm_packages(rocm, suite)),
+                    (os.path.join(staging, "amdgpu", amdgpu, "ubuntu"), amdgpu_packages(amdgpu, kfd_version, suite)),
+                ):
+                    debs = os.path.join(work, "debs", suite, os.path.basename(repo_dir))
+                    os.makedirs(debs, exist_ok=True)
+                    for package in packages:
+                        build_deb(os.path.join(work, "build"), debs, *package)
+                        shutil.rmtree(os.path.join(work, "build"))
+                    publish(repo_dir, suite, [os.path.join(debs, deb) for deb in sorted(os.listdir(debs))],
+                            gnupghome, uid)
+        publish(os.path.join(staging, "debian"), DEBIAN_SUITE,
+                debian_subset(image_packages_file, os.path.join(work, "debs", "debian")), gnupghome, uid)
+        os.rename(staging, out)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
