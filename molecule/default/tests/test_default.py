@@ -26,7 +26,9 @@ def test_apt_pin_prefers_the_rocm_repository(host):
     assert " 600 http://10.0.2.2:" in policy
 
 
-@pytest.mark.parametrize("package", ["rocm", "rocm-core", "rocminfo", "hipcc", "hipblas", "hipblaslt", "amdgpu-dkms"])
+@pytest.mark.parametrize(
+    "package", ["rocm", "rocm-core", "rocminfo", "hipcc", "hipblas", "hipblas-dev", "hipblaslt", "amdgpu-dkms"]
+)
 def test_rocm_packages_installed(host, package):
     assert host.package(package).is_installed
 
@@ -45,8 +47,10 @@ def test_reboot_reported_not_performed(host):
     assert host.file("/var/run/reboot-required").exists
 
 
-@pytest.mark.parametrize("command, target", [("gcc", "/usr/bin/gcc-11"), ("g++", "/usr/bin/g++-11"),
-                                             ("cc", "/usr/bin/gcc-11"), ("c++", "/usr/bin/g++-11")])
+@pytest.mark.parametrize(
+    "command, target",
+    [("gcc", "/usr/bin/gcc-11"), ("g++", "/usr/bin/g++-11"), ("cc", "/usr/bin/gcc-11"), ("c++", "/usr/bin/g++-11")],
+)
 def test_compiler_alternatives(host, command, target):
     query = host.check_output("update-alternatives --query %s", command)
     assert "Value: %s" % target in query
@@ -57,7 +61,7 @@ def test_compiler_alternatives(host, command, target):
 def test_linker_entries_derived_from_the_installed_tree(host):
     conf = host.file("/etc/ld.so.conf.d/20-instinct-rocm.conf").content_string.split()
     assert ROCM + "/lib" in conf and ROCM + "/lib/llvm/lib" in conf
-    cache = host.check_output("ldconfig -p")
+    cache = host.check_output("/sbin/ldconfig -p")
     assert "libhipblas.so.2 (libc6,x86-64) => %s/lib/libhipblas.so.2" % ROCM in cache
     assert "libhipblaslt.so.1" in cache and "libamdhip64.so.7" in cache
 
@@ -65,9 +69,10 @@ def test_linker_entries_derived_from_the_installed_tree(host):
 def test_hipcc_on_login_path_and_binaries_link_without_ld_library_path(host):
     env = host.check_output("bash -lc 'echo $HIP_PATH; command -v hipcc'").split()
     assert env == [ROCM, ROCM + "/bin/hipcc"]
+    source = 'extern "C" int hipblas_fixture_version(void);\nint main() { return hipblas_fixture_version() - 1; }\n'
+    host.check_output("printf '%s' >/tmp/hipblas_probe.cpp" % source)
     host.check_output(
-        "cd /tmp && printf 'extern \"C\" int hipblas_fixture_version(void);\\nint main(){return hipblas_fixture_version()-1;}\\n'"
-        " >hipblas_probe.cpp && bash -lc 'hipcc --offload-arch=gfx942 -o hipblas_probe hipblas_probe.cpp -L$HIP_PATH/lib -lhipblas'"
+        "bash -lc 'hipcc --offload-arch=gfx942 -o /tmp/hipblas_probe /tmp/hipblas_probe.cpp -L$HIP_PATH/lib -lhipblas'"
     )
     run = host.run("env -u LD_LIBRARY_PATH /tmp/hipblas_probe")
     assert run.rc == 0, run.stderr

@@ -51,40 +51,98 @@ def rocm_packages(rocm, suite):
     with open(ROCMINFO_FIXTURE) as handle:
         rocminfo_output = handle.read()
     return [
-        ("rocm-core", version(rocm), [], {
-            prefix + "/.info/version": "%s-%s\n" % (rocm, BUILD_NUMBER),
-            prefix + "/bin/rocm_agent_enumerator": "#!/bin/sh\n%s/bin/rocminfo | sed -n 's/^  Name: *\\(gfx[0-9a-f]*\\).*/\\1/p'\n" % prefix,
-        }, {
-            "postinst": "#!/bin/sh\nset -e\nupdate-alternatives --install /opt/rocm rocm %s %s\n" % (prefix, numeric),
-            "prerm": "#!/bin/sh\nset -e\nupdate-alternatives --remove rocm %s\n" % prefix,
-        }),
-        ("hsa-rocr", version("1.18.0"), ["rocm-core"], {prefix + "/lib/libhsa-runtime64.so.1.18.0": ("so", "libhsa-runtime64.so.1")}, {}),
-        ("rocminfo", version("1.0.0"), ["rocm-core", "hsa-rocr"], {
-            prefix + "/bin/rocminfo": "#!/bin/sh\ncat <<'ROCMINFO'\n%sROCMINFO\n" % rocminfo_output,
-        }, {}),
-        ("hipcc", version("1.1.1"), ["rocm-core"], {
-            prefix + "/bin/hipcc": "#!/bin/bash\n"
-            "# Host-only compile: --offload-arch is accepted and logged, the code is built by the system g++.\n"
-            "args=()\nfor a in \"$@\"; do\n  case \"$a\" in\n"
-            "    --offload-arch=*) echo \"$a\" >>\"${HIPCC_ARCH_LOG:-/dev/null}\" ;;\n"
-            "    *) args+=(\"$a\") ;;\n  esac\ndone\nexec g++ \"${args[@]}\"\n",
-        }, {}),
-        ("hip-runtime-amd", version("7.0.51831"), ["rocm-core", "hsa-rocr"], {
-            prefix + "/lib/libamdhip64.so.7.0.51831": ("so", "libamdhip64.so.7"),
-        }, {}),
-        ("hipblas", version("3.0.2"), ["rocm-core", "hip-runtime-amd"], {
-            prefix + "/lib/libhipblas.so.3.0": ("so", "libhipblas.so.2"),
-        }, {}),
-        ("hipblaslt", version("1.0.0"), ["rocm-core", "hip-runtime-amd"], {
-            prefix + "/lib/libhipblaslt.so.1.0": ("so", "libhipblaslt.so.1"),
-            prefix + "/lib/hipblaslt/library/TensileManifest.txt": "gfx90a\ngfx942\ngfx950\n",
-        }, {}),
-        ("rocm-llvm", version("20.0.0.25314"), ["rocm-core"], {
-            prefix + "/lib/llvm/lib/libomp.so.20": ("so", "libomp.so.20"),
-        }, {}),
+        (
+            "rocm-core",
+            version(rocm),
+            [],
+            {
+                prefix + "/.info/version": "%s-%s\n" % (rocm, BUILD_NUMBER),
+                prefix + "/bin/rocm_agent_enumerator": (
+                    "#!/bin/sh\n%s/bin/rocminfo | sed -n 's/^  Name: *\\(gfx[0-9a-f]*\\).*/\\1/p'\n" % prefix
+                ),
+            },
+            {
+                "postinst": "#!/bin/sh\nset -e\nupdate-alternatives --install /opt/rocm rocm %s %s\n"
+                % (prefix, numeric),
+                "prerm": "#!/bin/sh\nset -e\nupdate-alternatives --remove rocm %s\n" % prefix,
+            },
+        ),
+        (
+            "hsa-rocr",
+            version("1.18.0"),
+            ["rocm-core"],
+            {prefix + "/lib/libhsa-runtime64.so.1.18.0": ("so", "libhsa-runtime64.so.1")},
+            {},
+        ),
+        (
+            "rocminfo",
+            version("1.0.0"),
+            ["rocm-core", "hsa-rocr"],
+            {
+                prefix + "/bin/rocminfo": "#!/bin/sh\ncat <<'ROCMINFO'\n%sROCMINFO\n" % rocminfo_output,
+            },
+            {},
+        ),
+        (
+            "hipcc",
+            version("1.1.1"),
+            ["rocm-core"],
+            {
+                prefix + "/bin/hipcc": "#!/bin/bash\n"
+                "# Host-only compile: --offload-arch is accepted and logged, the code is built by the system g++.\n"
+                'args=()\nfor a in "$@"; do\n  case "$a" in\n'
+                '    --offload-arch=*) echo "$a" >>"${HIPCC_ARCH_LOG:-/dev/null}" ;;\n'
+                '    *) args+=("$a") ;;\n  esac\ndone\nexec g++ "${args[@]}"\n',
+            },
+            {},
+        ),
+        (
+            "hip-runtime-amd",
+            version("7.0.51831"),
+            ["rocm-core", "hsa-rocr"],
+            {
+                prefix + "/lib/libamdhip64.so.7.0.51831": ("so", "libamdhip64.so.7"),
+            },
+            {},
+        ),
+        (
+            "hipblas",
+            version("3.0.2"),
+            ["rocm-core", "hip-runtime-amd"],
+            {
+                prefix + "/lib/libhipblas.so.3.0": ("so", "libhipblas.so.2"),
+            },
+            {},
+        ),
+        (
+            "hipblas-dev",
+            version("3.0.2"),
+            ["hipblas"],
+            {prefix + "/lib/libhipblas.so": ("link", "libhipblas.so.2")},
+            {},
+        ),
+        (
+            "hipblaslt",
+            version("1.0.0"),
+            ["rocm-core", "hip-runtime-amd"],
+            {
+                prefix + "/lib/libhipblaslt.so.1.0": ("so", "libhipblaslt.so.1"),
+                prefix + "/lib/hipblaslt/library/TensileManifest.txt": "gfx90a\ngfx942\ngfx950\n",
+            },
+            {},
+        ),
+        (
+            "rocm-llvm",
+            version("20.0.0.25314"),
+            ["rocm-core"],
+            {
+                prefix + "/lib/llvm/lib/libomp.so.20": ("so", "libomp.so.20"),
+            },
+            {},
+        ),
         ("rocm-hip-runtime", version(rocm), ["rocm-core", "hsa-rocr", "rocminfo", "hip-runtime-amd"], {}, {}),
         ("rocm-hip-libraries", version(rocm), ["rocm-hip-runtime", "hipblas", "hipblaslt"], {}, {}),
-        ("rocm-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "rocm-llvm"], {}, {}),
+        ("rocm-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "rocm-llvm", "hipblas-dev"], {}, {}),
         ("rocm", version(rocm), ["rocm-hip-libraries", "rocm-dev"], {}, {}),
     ]
 
@@ -92,12 +150,22 @@ def rocm_packages(rocm, suite):
 def amdgpu_packages(amdgpu, kfd_version, suite):
     distro = {"jammy": "22.04", "noble": "24.04"}[suite]
     return [
-        ("amdgpu-dkms", "1:%s.%s-2212064.%s" % (kfd_version, amdgpu.replace(".", ""), distro), [], {
-            "/usr/src/amdgpu-%s/dkms.conf" % kfd_version: 'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="%s"\n' % kfd_version,
-        }, {
-            # dkms would build amdgpu.ko for the running kernel here; loading it takes a reboot.
-            "postinst": "#!/bin/sh\nset -e\ntouch /var/run/reboot-required\necho amdgpu-dkms >>/var/run/reboot-required.pkgs\n",
-        }),
+        (
+            "amdgpu-dkms",
+            "1:%s.%s-2212064.%s" % (kfd_version, amdgpu.replace(".", ""), distro),
+            [],
+            {
+                "/usr/src/amdgpu-%s/dkms.conf" % kfd_version: 'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="%s"\n'
+                % kfd_version,
+            },
+            {
+                # dkms would build amdgpu.ko for the running kernel here; loading it takes a reboot.
+                "postinst": (
+                    "#!/bin/sh\nset -e\ntouch /var/run/reboot-required\n"
+                    "echo amdgpu-dkms >>/var/run/reboot-required.pkgs\n"
+                ),
+            },
+        ),
     ]
 
 
@@ -107,7 +175,9 @@ def build_deb(workdir, outdir, name, version, depends, files, scripts):
     for path, content in files.items():
         target = root + path
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        if isinstance(content, tuple):  # a real shared library with this soname
+        if isinstance(content, tuple) and content[0] == "link":  # the development symlink to a library
+            os.symlink(content[1], target)
+        elif isinstance(content, tuple):  # a real shared library with this soname
             source = os.path.join(workdir, "lib.c")
             with open(source, "w") as handle:
                 handle.write("int %s_fixture_version(void) { return 1; }\n" % name.replace("-", "_"))
@@ -119,9 +189,13 @@ def build_deb(workdir, outdir, name, version, depends, files, scripts):
             with open(target, "w") as handle:
                 handle.write(content)
             os.chmod(target, 0o755 if content.startswith("#!") else 0o644)
-    control = ["Package: " + name, "Version: " + version, "Architecture: amd64",
-               "Maintainer: instinct.stack test fixtures <fixtures@instinct-stack.invalid>",
-               "Description: instinct.stack fixture of the ROCm package " + name]
+    control = [
+        "Package: " + name,
+        "Version: " + version,
+        "Architecture: amd64",
+        "Maintainer: instinct.stack test fixtures <fixtures@instinct-stack.invalid>",
+        "Description: instinct.stack fixture of the ROCm package " + name,
+    ]
     if depends:
         control.append("Depends: " + ", ".join(depends))
     with open(os.path.join(root, "DEBIAN", "control"), "w") as handle:
@@ -131,7 +205,9 @@ def build_deb(workdir, outdir, name, version, depends, files, scripts):
         with open(path, "w") as handle:
             handle.write(body)
         os.chmod(path, 0o755)
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", root, outdir], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", root, outdir], check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def publish(repo_dir, suite, debs_by_suite, gnupghome, key_id):
@@ -142,17 +218,38 @@ def publish(repo_dir, suite, debs_by_suite, gnupghome, key_id):
         shutil.copy(deb, pool)
     binary = os.path.join(repo_dir, "dists", suite, "main", "binary-amd64")
     os.makedirs(binary, exist_ok=True)
-    packages = subprocess.run(["apt-ftparchive", "packages", os.path.relpath(pool, repo_dir)], cwd=repo_dir,
-                              check=True, capture_output=True, text=True).stdout
+    packages = subprocess.run(
+        ["apt-ftparchive", "packages", os.path.relpath(pool, repo_dir)],
+        cwd=repo_dir,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     with open(os.path.join(binary, "Packages"), "w") as handle:
         handle.write(packages)
     subprocess.run(["gzip", "-kf9n", os.path.join(binary, "Packages")], check=True)
     dist = os.path.join(repo_dir, "dists", suite)
     release = subprocess.run(
-        ["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=instinct.stack fixtures",
-         "-o", "APT::FTPArchive::Release::Suite=" + suite, "-o", "APT::FTPArchive::Release::Codename=" + suite,
-         "-o", "APT::FTPArchive::Release::Components=main", "-o", "APT::FTPArchive::Release::Architectures=amd64",
-         "release", "."], cwd=dist, check=True, capture_output=True, text=True).stdout
+        [
+            "apt-ftparchive",
+            "-o",
+            "APT::FTPArchive::Release::Origin=instinct.stack fixtures",
+            "-o",
+            "APT::FTPArchive::Release::Suite=" + suite,
+            "-o",
+            "APT::FTPArchive::Release::Codename=" + suite,
+            "-o",
+            "APT::FTPArchive::Release::Components=main",
+            "-o",
+            "APT::FTPArchive::Release::Architectures=amd64",
+            "release",
+            ".",
+        ],
+        cwd=dist,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     with open(os.path.join(dist, "Release"), "w") as handle:
         handle.write(release)
     gpg = ["gpg", "--homedir", gnupghome, "--batch", "--yes", "--local-user", key_id]
@@ -165,8 +262,22 @@ def debian_subset(image_packages_file, workdir):
     with open(image_packages_file) as handle:
         in_image = set(handle.read().split())
     depends = subprocess.run(
-        ["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
-         "--no-replaces", "--no-enhances", *DEBIAN_PACKAGES], check=True, capture_output=True, text=True).stdout
+        [
+            "apt-cache",
+            "depends",
+            "--recurse",
+            "--no-recommends",
+            "--no-suggests",
+            "--no-conflicts",
+            "--no-breaks",
+            "--no-replaces",
+            "--no-enhances",
+            *DEBIAN_PACKAGES,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     closure = {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
     wanted = sorted(closure - in_image)
     os.makedirs(workdir, exist_ok=True)
@@ -187,8 +298,13 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     image_packages_file = os.path.join(argv[1], "packages.txt")
-    cache = argv[2] if len(argv) > 2 else os.environ.get(
-        "INSTINCT_MIRROR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "instinct-stack", "mirror"))
+    cache = (
+        argv[2]
+        if len(argv) > 2
+        else os.environ.get(
+            "INSTINCT_MIRROR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "instinct-stack", "mirror")
+        )
+    )
     out = os.path.join(cache, "mirror-" + recipe_key(image_packages_file))
     if os.path.isfile(os.path.join(out, "rocm", "rocm.gpg.key")):
         print(out)
@@ -198,13 +314,34 @@ def main(argv):
         gnupghome = os.path.join(work, "gnupg")
         os.makedirs(gnupghome, mode=0o700)
         uid = "instinct.stack fixture mirror <fixtures@instinct-stack.invalid>"
-        subprocess.run(["gpg", "--homedir", gnupghome, "--batch", "--passphrase", "", "--quick-gen-key", uid,
-                        "ed25519", "sign", "never"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "gpg",
+                "--homedir",
+                gnupghome,
+                "--batch",
+                "--passphrase",
+                "",
+                "--quick-gen-key",
+                uid,
+                "ed25519",
+                "sign",
+                "never",
+            ],
+            check=True,
+            capture_output=True,
+        )
         staging = os.path.join(work, "mirror")
         os.makedirs(os.path.join(staging, "rocm"))
         with open(os.path.join(staging, "rocm", "rocm.gpg.key"), "w") as handle:
-            handle.write(subprocess.run(["gpg", "--homedir", gnupghome, "--armor", "--export", uid], check=True,
-                                        capture_output=True, text=True).stdout)
+            handle.write(
+                subprocess.run(
+                    ["gpg", "--homedir", gnupghome, "--armor", "--export", uid],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
         for rocm, amdgpu, kfd_version in RELEASES:
             for suite in SUITES:
                 for repo_dir, packages in (
@@ -216,10 +353,16 @@ def main(argv):
                     for package in packages:
                         build_deb(os.path.join(work, "build"), debs, *package)
                         shutil.rmtree(os.path.join(work, "build"))
-                    publish(repo_dir, suite, [os.path.join(debs, deb) for deb in sorted(os.listdir(debs))],
-                            gnupghome, uid)
-        publish(os.path.join(staging, "debian"), DEBIAN_SUITE,
-                debian_subset(image_packages_file, os.path.join(work, "debs", "debian")), gnupghome, uid)
+                    publish(
+                        repo_dir, suite, [os.path.join(debs, deb) for deb in sorted(os.listdir(debs))], gnupghome, uid
+                    )
+        publish(
+            os.path.join(staging, "debian"),
+            DEBIAN_SUITE,
+            debian_subset(image_packages_file, os.path.join(work, "debs", "debian")),
+            gnupghome,
+            uid,
+        )
         os.rename(staging, out)
     print(out)
     return 0

@@ -23,6 +23,14 @@ import sys
 import time
 
 KVM_FIRST_OUTPUT_S = 20
+# Where a failed KVM boot is remembered, so later runs on this machine go straight to TCG for a day.
+KVM_HANGS_MARKER = os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")),
+    "instinct-stack",
+    "vm",
+    "kvm-hangs",
+)
+KVM_HANGS_REMEMBER_S = 86400
 SSH_READY_S = 420
 GUEST_USER = "ansible"
 
@@ -67,10 +75,23 @@ def kill(pidfile, wait_s=15):
 
 def ssh_command(instance, *remote):
     return [
-        "ssh", "-i", instance["identity_file"], "-p", str(instance["port"]),
-        "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-        "-o", "ConnectTimeout=5", "-o", "BatchMode=yes",
-        "%s@%s" % (instance["user"], instance["address"]), *remote,
+        "ssh",
+        "-i",
+        instance["identity_file"],
+        "-p",
+        str(instance["port"]),
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "LogLevel=ERROR",
+        "-o",
+        "ConnectTimeout=5",
+        "-o",
+        "BatchMode=yes",
+        "%s@%s" % (instance["user"], instance["address"]),
+        *remote,
     ]
 
 
@@ -78,20 +99,41 @@ def boot(args, accel, paths, port, key_b64):
     for stale in (paths["serial"], paths["pid"]):
         if os.path.exists(stale):
             os.unlink(stale)
-    accel_args = ["-accel", "kvm", "-cpu", "host,-arch-capabilities"] if accel == "kvm" else [
-        "-accel", "tcg,thread=multi", "-cpu", "max"]
+    accel_args = (
+        ["-accel", "kvm", "-cpu", "host,-arch-capabilities"]
+        if accel == "kvm"
+        else ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    )
     command = [
-        "qemu-system-x86_64", *accel_args,
-        "-name", args.name, "-m", str(args.memory), "-smp", str(args.cpus),
-        "-kernel", os.path.join(args.image_dir, "vmlinuz"),
-        "-initrd", os.path.join(args.image_dir, "initrd.img"),
-        "-append", "root=/dev/vda rw console=ttyS0 quiet instinct.ssh_key=%s" % key_b64,
-        "-drive", "file=%s,if=virtio,format=qcow2" % paths["disk"],
-        "-netdev", "user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22" % port,
-        "-device", "virtio-net-pci,netdev=net0",
-        "-serial", "file:%s" % paths["serial"],
-        "-display", "none", "-monitor", "none",
-        "-daemonize", "-pidfile", paths["pid"],
+        "qemu-system-x86_64",
+        *accel_args,
+        "-name",
+        args.name,
+        "-m",
+        str(args.memory),
+        "-smp",
+        str(args.cpus),
+        "-kernel",
+        os.path.join(args.image_dir, "vmlinuz"),
+        "-initrd",
+        os.path.join(args.image_dir, "initrd.img"),
+        "-append",
+        "root=/dev/vda rw console=ttyS0 quiet instinct.ssh_key=%s" % key_b64,
+        "-drive",
+        "file=%s,if=virtio,format=qcow2" % paths["disk"],
+        "-netdev",
+        "user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22" % port,
+        "-device",
+        "virtio-net-pci,netdev=net0",
+        "-serial",
+        "file:%s" % paths["serial"],
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-daemonize",
+        "-pidfile",
+        paths["pid"],
     ]
     subprocess.run(command, check=True)
 
@@ -109,6 +151,13 @@ def kernel_started(serial_path, timeout_s):
     return False
 
 
+def kvm_known_to_hang():
+    try:
+        return time.time() - os.path.getmtime(KVM_HANGS_MARKER) < KVM_HANGS_REMEMBER_S
+    except OSError:
+        return False
+
+
 def start(args):
     os.makedirs(args.workdir, exist_ok=True)
     base = os.path.join(args.workdir, args.name)
@@ -117,33 +166,84 @@ def start(args):
     for leftover in (paths["disk"], paths["key"], paths["key"] + ".pub"):
         if os.path.exists(leftover):
             os.unlink(leftover)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "molecule-" + args.name, "-f", paths["key"]],
-                   check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "molecule-" + args.name, "-f", paths["key"]], check=True
+    )
     with open(paths["key"] + ".pub", "rb") as handle:
         key_b64 = base64.b64encode(handle.read().strip()).decode()
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-                    os.path.join(args.image_dir, "disk.img"), paths["disk"]], check=True)
+    subprocess.run(
+        [
+            "qemu-img",
+            "create",
+            "-q",
+            "-f",
+            "qcow2",
+            "-F",
+            "raw",
+            "-b",
+            os.path.join(args.image_dir, "disk.img"),
+            paths["disk"],
+        ],
+        check=True,
+    )
     port = free_port()
     accel = args.accel
     if accel == "auto":
         accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
-        if accel == "kvm":
+        if accel == "tcg":
+            print(
+                "WARNING: /dev/kvm is not usable; booting %s with TCG software emulation, which is several times "
+                "slower" % args.name,
+                file=sys.stderr,
+            )
+        elif kvm_known_to_hang():
+            accel = "tcg"
+            print(
+                "WARNING: KVM guests hung on this machine within the last day (%s); booting %s with TCG software "
+                "emulation, which is several times slower" % (KVM_HANGS_MARKER, args.name),
+                file=sys.stderr,
+            )
+        else:
             boot(args, "kvm", paths, port, key_b64)
             if not kernel_started(paths["serial"], KVM_FIRST_OUTPUT_S):
                 kill(paths["pid"], wait_s=5)
-                print("WARNING: the guest kernel printed nothing in %d s under KVM (nested virtualization on this host "
-                      "hangs); booting %s with TCG software emulation instead, which is several times slower"
-                      % (KVM_FIRST_OUTPUT_S, args.name), file=sys.stderr)
+                print(
+                    "WARNING: the guest kernel printed nothing in %d s under KVM (nested virtualization on this host "
+                    "hangs); booting %s with TCG software emulation instead, which is several times slower"
+                    % (KVM_FIRST_OUTPUT_S, args.name),
+                    file=sys.stderr,
+                )
                 accel = "tcg"
-                subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-                                os.path.join(args.image_dir, "disk.img"), paths["disk"]], check=True)
-                boot(args, "tcg", paths, port, key_b64)
-    else:
-        boot(args, accel, paths, port, key_b64)
-    if accel == "tcg" and args.accel != "auto":
+                os.makedirs(os.path.dirname(KVM_HANGS_MARKER), exist_ok=True)
+                with open(KVM_HANGS_MARKER, "w") as handle:
+                    handle.write("guest kernel silent for %d s under KVM\n" % KVM_FIRST_OUTPUT_S)
+                subprocess.run(
+                    [
+                        "qemu-img",
+                        "create",
+                        "-q",
+                        "-f",
+                        "qcow2",
+                        "-F",
+                        "raw",
+                        "-b",
+                        os.path.join(args.image_dir, "disk.img"),
+                        paths["disk"],
+                    ],
+                    check=True,
+                )
+    elif accel == "tcg":
         print("WARNING: %s runs under TCG software emulation (--accel tcg)" % args.name, file=sys.stderr)
-    instance = {"instance": args.name, "address": "127.0.0.1", "user": GUEST_USER, "port": port,
-                "identity_file": paths["key"], "accel": accel}
+    if read_pid(paths["pid"]) is None:
+        boot(args, accel, paths, port, key_b64)
+    instance = {
+        "instance": args.name,
+        "address": "127.0.0.1",
+        "user": GUEST_USER,
+        "port": port,
+        "identity_file": paths["key"],
+        "accel": accel,
+    }
     deadline = time.time() + SSH_READY_S
     while time.time() < deadline:
         probe = subprocess.run(ssh_command(instance, "sudo", "-n", "true"), capture_output=True, check=False)
@@ -153,11 +253,16 @@ def start(args):
         if read_pid(paths["pid"]) is None:
             break
         time.sleep(2)
-    with open(paths["serial"], errors="replace") as handle:
-        tail = handle.read()[-3000:]
+    try:
+        with open(paths["serial"], errors="replace") as handle:
+            tail = handle.read()[-3000:]
+    except OSError:
+        tail = "(no serial output)"
     kill(paths["pid"])
-    print("guest %s did not answer SSH within %d s; serial console tail:\n%s" % (args.name, SSH_READY_S, tail),
-          file=sys.stderr)
+    print(
+        "guest %s did not answer SSH within %d s; serial console tail:\n%s" % (args.name, SSH_READY_S, tail),
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -178,7 +283,9 @@ def serve(args):
     log = open(os.path.join(args.workdir, "mirror.log"), "ab")  # noqa: SIM115 - handed to the server process
     server = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", args.directory, str(port)],
-        stdout=log, stderr=log, start_new_session=True,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
     )
     with open(pidfile, "w") as handle:
         handle.write(str(server.pid))
@@ -188,7 +295,9 @@ def serve(args):
             break
         except OSError:
             time.sleep(0.1)
-    print(json.dumps({"port": port, "host_url": "http://127.0.0.1:%d" % port, "guest_url": "http://10.0.2.2:%d" % port}))
+    print(
+        json.dumps({"port": port, "host_url": "http://127.0.0.1:%d" % port, "guest_url": "http://10.0.2.2:%d" % port})
+    )
     return 0
 
 
@@ -206,7 +315,9 @@ def main(argv=None):
     start_parser.add_argument("--image-dir", required=True)
     start_parser.add_argument("--memory", type=int, default=2048)
     start_parser.add_argument("--cpus", type=int, default=2)
-    start_parser.add_argument("--accel", choices=["auto", "kvm", "tcg"], default=os.environ.get("INSTINCT_VM_ACCEL", "auto"))
+    start_parser.add_argument(
+        "--accel", choices=["auto", "kvm", "tcg"], default=os.environ.get("INSTINCT_VM_ACCEL", "auto")
+    )
     start_parser.set_defaults(handler=start)
     stop_parser = commands.add_parser("stop")
     stop_parser.add_argument("name")
