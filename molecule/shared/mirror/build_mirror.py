@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the fixture mirror that the molecule guests install from.
 
     build_mirror.py IMAGE_DIR [CACHE_DIR]     prints the mirror directory
@@ -11,6 +10,9 @@ with only the base URL changed:
     rocm/rocm.gpg.key                             armored signing key (a test key made here)
     rocm/apt/<ROCM>/dists/<suite>/...             ROCm packages: rocm-core, hsa-rocr, rocminfo, hipcc, hipblas, ...
     amdgpu/<AMDGPU>/ubuntu/dists/<suite>/...      amdgpu-dkms
+    git/{pytorch,triton,vllm,pytorch-third-party}.git   bare repositories (dumb HTTP) of the fixture
+                                                  sources in sources/, at the refs in SOURCE_REFS
+    wheels/                                       the Python build requirements, for pip --find-links
     debian/dists/bookworm/...                     the Debian packages the roles install that the guest
                                                   image lacks (gcc-11 ...), fetched with apt-get download
                                                   and its dependency resolution, index re-signed
@@ -38,6 +40,18 @@ RELEASES = (("7.0.2", "30.10.2", "6.14.14"),)
 # Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12).
 DEBIAN_SUITE = "bookworm"
 DEBIAN_PACKAGES = ("gcc-11", "g++-11")
+SOURCES = os.path.join(HERE, "sources")
+# Refs the fixture repositories carry; the build roles' molecule settings name them.
+SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vllm": "v0.11.0-fixture"}
+WHEELHOUSE = ("setuptools==75.8.0", "wheel==0.45.1")
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "instinct.stack fixtures",
+    "GIT_AUTHOR_EMAIL": "fixtures@instinct-stack.invalid",
+    "GIT_COMMITTER_NAME": "instinct.stack fixtures",
+    "GIT_COMMITTER_EMAIL": "fixtures@instinct-stack.invalid",
+    "GIT_AUTHOR_DATE": "2026-11-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-11-01T00:00:00Z",
+}
 BUILD_NUMBER = "56"
 
 
@@ -46,7 +60,10 @@ def rocm_packages(rocm, suite):
     major, minor, patch = (int(part) for part in rocm.split("."))
     numeric = "%d%02d%02d" % (major, minor, patch)
     distro = {"jammy": "22.04", "noble": "24.04"}[suite]
-    version = lambda upstream: "%s.%s-%s~%s" % (upstream, numeric, BUILD_NUMBER, distro)  # noqa: E731
+
+    def version(upstream):
+        return "%s.%s-%s~%s" % (upstream, numeric, BUILD_NUMBER, distro)
+
     prefix = "/opt/rocm-%s" % rocm
     with open(ROCMINFO_FIXTURE) as handle:
         rocminfo_output = handle.read()
@@ -285,9 +302,90 @@ def debian_subset(image_packages_file, workdir):
     return [os.path.join(workdir, deb) for deb in sorted(os.listdir(workdir)) if deb.endswith(".deb")]
 
 
+def git(cwd, *args):
+    env = dict(os.environ, **GIT_ENV)
+    return subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def source_repos(work, out):
+    """Commit each fixture source tree and publish it as a bare repository served over dumb HTTP."""
+
+    def commit_tree(name, prepare=None):
+        tree = os.path.join(work, "src", name)
+        shutil.copytree(os.path.join(SOURCES, name), tree)
+        git(tree, "init", "-q")
+        if prepare:
+            prepare(tree)
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "-m", "%s fixture" % name)
+        return tree
+
+    def publish_repo(name, tree):
+        bare = os.path.join(out, name + ".git")
+        git(work, "clone", "-q", "--bare", tree, bare)
+        git(bare, "update-server-info")
+        return git(bare, "rev-parse", "HEAD")
+
+    os.makedirs(out)
+    publish_repo("pytorch-third-party", commit_tree("pytorch-third-party"))
+    triton_commit = publish_repo("triton", commit_tree("triton"))
+
+    def pin_triton_and_add_submodule(tree):
+        pin = os.path.join(tree, ".ci", "docker", "ci_commit_pins", "triton.txt")
+        with open(pin, "w") as handle:
+            handle.write(triton_commit + "\n")
+        git(tree, "submodule", "add", "-q", os.path.join(out, "pytorch-third-party.git"), "third_party/fixture-lib")
+        # As in a rewritten mirror: the submodule resolves next to the superproject, wherever it is served.
+        git(tree, "config", "-f", ".gitmodules", "submodule.third_party/fixture-lib.url", "../pytorch-third-party.git")
+
+    pytorch = commit_tree("pytorch", pin_triton_and_add_submodule)
+    git(pytorch, "tag", SOURCE_REFS["pytorch"])
+    # A ref whose build fails at the hipify step, for the tests of a failed build.
+    git(pytorch, "checkout", "-q", "-b", "broken-hipify")
+    os.unlink(os.path.join(pytorch, "tools", "amd_build", "build_amd.py"))
+    git(pytorch, "commit", "-q", "-am", "break hipify")
+    git(pytorch, "checkout", "-q", "main")
+    bare = os.path.join(out, "pytorch.git")
+    git(work, "clone", "-q", "--bare", pytorch, bare)
+    git(bare, "fetch", "-q", pytorch, "refs/tags/*:refs/tags/*", "broken-hipify:broken-hipify")
+    git(bare, "update-server-info")
+    vllm = commit_tree("vllm")
+    git(vllm, "tag", SOURCE_REFS["vllm"])
+    publish_repo("vllm", vllm)
+    git(os.path.join(out, "vllm.git"), "fetch", "-q", vllm, "refs/tags/*:refs/tags/*")
+    git(os.path.join(out, "vllm.git"), "update-server-info")
+
+
+def wheelhouse(out):
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            out,
+            *WHEELHOUSE,
+        ],
+        check=True,
+    )
+
+
 def recipe_key(image_packages_file):
     digest = hashlib.sha256()
-    for path in (__file__, ROCMINFO_FIXTURE, image_packages_file):
+    sources = sorted(os.path.join(d, f) for d, _, files in os.walk(SOURCES) for f in files)
+    for path in (__file__, ROCMINFO_FIXTURE, image_packages_file, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()[:16]
@@ -363,6 +461,8 @@ def main(argv):
             gnupghome,
             uid,
         )
+        source_repos(work, os.path.join(staging, "git"))
+        wheelhouse(os.path.join(staging, "wheels"))
         os.rename(staging, out)
     print(out)
     return 0

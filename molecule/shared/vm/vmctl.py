@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Start and stop the qemu guests of the molecule scenarios, and the fixture mirror they install from.
 
     vmctl.py start NAME --workdir DIR --image-dir DIR [--memory MB] [--cpus N] [--accel auto|kvm|tcg]
@@ -289,7 +288,7 @@ def serve(args):
     )
     with open(pidfile, "w") as handle:
         handle.write(str(server.pid))
-    for _ in range(50):
+    for _attempt in range(50):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             break

@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, instinct.stack contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters the build roles use: MAX_JOBS, build keys, and a validated PYTORCH_ROCM_ARCH."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
+from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
+
+
+def _max_jobs(cpu_count, mem_total_mb, mem_per_job_mb=4096, reserve_mb=2048, limit=0):
+    try:
+        return max_jobs(cpu_count, mem_total_mb, mem_per_job_mb, reserve_mb, limit)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _rocm_arch(archs):
+    try:
+        return pytorch_rocm_arch(archs)
+    except UnknownArchError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"max_jobs": _max_jobs, "build_key": build_key, "rocm_arch": _rocm_arch}
