@@ -1,0 +1,66 @@
+"""The source-built stack: wheels built once per key from the mirror, installed in a verified venv behind `current`."""
+
+import json
+
+STACK_ROOT = "/opt/instinct-stack"
+CACHE = "/var/cache/instinct-stack/wheels"
+
+
+def build_infos(host, component):
+    listing = host.check_output("sudo find %s/%s -mindepth 2 -maxdepth 2 -name build-info.json", CACHE, component)
+    return [json.loads(host.check_output("sudo cat %s", path)) for path in listing.split()]
+
+
+def test_one_build_per_component(host):
+    for component in ("pytorch", "triton", "vllm"):
+        infos = build_infos(host, component)
+        assert len(infos) == 1, (component, infos)
+
+
+def test_torch_wheel_metadata_records_arch_and_refs(host):
+    (torch,) = build_infos(host, "pytorch")
+    assert torch["metadata"]["arch"] == "gfx942"
+    assert torch["metadata"]["ref"] == "v2.9.0-fixture"
+    assert len(torch["metadata"]["commit"]) == 40
+    assert torch["steps"] == ["hipify", "bdist_wheel"]
+    assert torch["wheel_files"][0].startswith("torch-2.9.0a0+rocm7.0.2-cp311-cp311-linux_x86_64")
+    assert int(torch["metadata"]["max_jobs"]) == 1  # 2 GiB guest: memory bound, not nproc
+
+
+def test_triton_is_the_commit_pytorch_pins(host):
+    (triton,) = build_infos(host, "triton")
+    pin = host.check_output("sudo cat /var/lib/instinct-stack/src/pytorch/.ci/docker/ci_commit_pins/triton.txt")
+    assert triton["metadata"]["commit"] == pin.strip()
+    assert triton["metadata"]["pinned_by_pytorch"] is True
+
+
+def test_vllm_built_against_the_source_built_torch(host):
+    (vllm,) = build_infos(host, "vllm")
+    (torch,) = build_infos(host, "pytorch")
+    assert vllm["metadata"]["torch_key"] == torch["key"]
+    assert "use existing torch" in vllm["steps"]
+
+
+def test_current_points_at_a_verified_stack(host):
+    current = host.file(STACK_ROOT + "/current")
+    assert current.is_symlink
+    verified = json.loads(host.file(current.linked_to + "/.verified").content_string)
+    assert verified["hip"].startswith("7.0.2") and verified["arch"] == "gfx942"
+    assert verified["gpu"] is False  # no /dev/kfd in the guest
+
+
+def test_stack_venv_imports_the_rocm_build(host):
+    out = host.check_output(
+        STACK_ROOT + '/current/venv/bin/python -c "import json, torch, triton, vllm, vllm._build_info as b; '
+        'print(json.dumps([torch.version.hip, torch.version.rocm_arch, torch.backend(), triton.commit, b.torch]))"'
+    )
+    hip, arch, backend, triton_commit, vllm_torch = json.loads(out)
+    assert hip.startswith("7.0.2") and arch == "gfx942" and backend == "hip"
+    assert vllm_torch.startswith("2.9.0a0+rocm7.0.2") and len(triton_commit) == 40
+    assert host.file(STACK_ROOT + "/current/venv/bin/vllm").exists
+
+
+def test_submodules_checked_out_recursively(host):
+    assert "fixture-lib" in host.check_output(
+        "sudo cat /var/lib/instinct-stack/src/pytorch/third_party/fixture-lib/VERSION"
+    )
