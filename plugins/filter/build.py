@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, instinct.stack contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the build roles use: MAX_JOBS, build keys, and a validated PYTORCH_ROCM_ARCH."""
+"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
+from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
 
 
 def _max_jobs(cpu_count, mem_total_mb, mem_per_job_mb=4096, reserve_mb=2048, limit=0):
@@ -27,6 +28,18 @@ def _rocm_arch(archs):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def _vllm_instances(instances, gpu_count):
+    try:
+        return validate_instances(instances, int(gpu_count))
+    except InvalidInstance as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule(object):
     def filters(self):
-        return {"max_jobs": _max_jobs, "build_key": build_key, "rocm_arch": _rocm_arch}
+        return {
+            "max_jobs": _max_jobs,
+            "build_key": build_key,
+            "rocm_arch": _rocm_arch,
+            "vllm_instances": _vllm_instances,
+        }

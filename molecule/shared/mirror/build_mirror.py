@@ -384,7 +384,7 @@ def wheelhouse(out):
 
 def recipe_key(image_packages_file):
     digest = hashlib.sha256()
-    sources = sorted(os.path.join(d, f) for d, _, files in os.walk(SOURCES) for f in files)
+    sources = sorted(os.path.join(top, name) for top, _dirs, names in os.walk(SOURCES) for name in names)
     for path in (__file__, ROCMINFO_FIXTURE, image_packages_file, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())

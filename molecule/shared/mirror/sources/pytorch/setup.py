@@ -26,7 +26,9 @@ with open(os.path.join(rocm, ".info", "version")) as handle:
     hip_version = handle.read().strip()
 with open(os.path.join(ROOT, "version.txt")) as handle:
     version = handle.read().strip()
-git_version = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+git_version = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+).stdout.strip()
 
 if "bdist_wheel" in sys.argv or "build" in sys.argv:
     with open(os.path.join(ROOT, "third_party", "fixture-lib", "VERSION")) as handle:

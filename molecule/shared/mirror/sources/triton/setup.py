@@ -6,7 +6,9 @@ import subprocess
 from setuptools import setup
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+commit = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+).stdout.strip()
 with open(os.path.join(ROOT, "triton", "_build_info.py"), "w") as handle:
     handle.write('commit = "%s"\nbackend = "hip"\n' % commit)
 

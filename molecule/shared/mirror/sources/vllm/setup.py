@@ -29,7 +29,9 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
         [os.path.join(rocm, "bin", "hipcc"), *offload, "-x", "c++", "-shared", "-fPIC", "-o", library, source],
         check=True,
     )
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     with open(os.path.join(ROOT, "vllm", "_build_info.py"), "w") as handle:
         handle.write('commit = "%s"\ntorch = "%s"\nrocm_arch = "%s"\n' % (commit, torch.__version__, ";".join(archs)))
 

@@ -1,0 +1,69 @@
+"""vllm-fixture.service: hardened, loopback only, key in a 0600 file, restarted exactly once by a change."""
+
+import json
+
+SECRET = "molecule-canary-key-5f3a9c"  # noqa: S105 - the test value molecule.yml sets, searched for
+UNIT = "vllm-fixture.service"
+
+
+def test_unit_enabled_and_active(host):
+    service = host.service(UNIT)
+    assert service.is_enabled and service.is_running
+
+
+def test_runs_as_unprivileged_user_in_gpu_groups_from_the_stack(host):
+    main_pid = host.check_output("systemctl show -p MainPID --value %s", UNIT)
+    status = host.file("/proc/%s/status" % main_pid).content_string
+    uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
+    assert uid == str(host.user("vllm").uid) and host.user("vllm").uid != 0
+    assert {"video", "render"} <= set(host.user("vllm").groups)
+    cmdline = host.file("/proc/%s/cmdline" % main_pid).content_string.replace("\0", " ")
+    assert "/opt/instinct-stack/current/venv/" in cmdline and " serve fixture-model " in cmdline
+    assert SECRET not in cmdline
+
+
+def test_listens_only_on_loopback(host):
+    assert host.socket("tcp://127.0.0.1:8000").is_listening
+    assert not host.socket("tcp://0.0.0.0:8000").is_listening
+
+
+def test_environment_file_holds_the_key_mode_0600(host):
+    env = host.file("/etc/instinct-stack/vllm/fixture.env")
+    assert env.user == "root" and env.mode == 0o600
+    assert host.file("/etc/instinct-stack/vllm").mode == 0o700
+    assert SECRET not in host.file("/etc/systemd/system/" + UNIT).content_string
+
+
+def test_health_and_authenticated_models(host):
+    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/health") == "200"
+    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/v1/models") == "401"
+    models = json.loads(
+        host.check_output("curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:8000/v1/models" % SECRET)
+    )
+    assert models["data"][0]["id"] == "fixture-model"
+
+
+def test_hardening(host):
+    show = dict(
+        line.split("=", 1)
+        for line in host.check_output(
+            "systemctl show -p NoNewPrivileges -p ProtectSystem -p PrivateTmp -p DevicePolicy -p Restart -p User %s",
+            UNIT,
+        ).splitlines()
+    )
+    assert show == {
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "PrivateTmp": "yes",
+        "DevicePolicy": "closed",
+        "Restart": "on-failure",
+        "User": "vllm",
+    }
+    assert "DeviceAllow=/dev/kfd rw" in host.file("/etc/systemd/system/" + UNIT).content_string
+
+
+def test_config_change_restarted_exactly_once(host):
+    effect = json.loads(host.file("/var/tmp/instinct-side-effect.json").content_string)  # noqa: S108 - on the guest
+    assert effect["before"] != effect["after"]
+    assert effect["starts"] == 1
+    assert '--gpu-memory-utilization "0.8"' in host.file("/etc/systemd/system/" + UNIT).content_string

@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, instinct.stack contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Validate a vLLM service instance and turn it into `vllm serve` arguments.
+
+Every check names the instance and the option, so a bad value stops the rollout before a unit is written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
+QUANTIZATIONS = ("awq", "gptq", "fp8", "ptpc_fp8", "quark", "compressed-tensors", "bitsandbytes", "gguf")
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+DEFAULTS = {
+    "host": "127.0.0.1",
+    "port": 8000,
+    "gpus": [],
+    "dtype": "auto",
+    "gpu_memory_utilization": 0.9,
+    "block_size": 16,
+    "tensor_parallel_size": 1,
+    "max_model_len": None,
+    "quantization": None,
+    "served_model_name": None,
+    "extra_args": [],
+    "api_key": "",
+}
+# Options the user may not pass through extra_args: they are set from validated fields, or are secrets.
+RESERVED = (
+    "--host",
+    "--port",
+    "--api-key",
+    "--gpu-memory-utilization",
+    "--tensor-parallel-size",
+    "--dtype",
+    "--block-size",
+    "--quantization",
+    "--max-model-len",
+)
+
+
+class InvalidInstance(ValueError):
+    pass
+
+
+def _int(instance, key, minimum=None, maximum=None):
+    value = instance[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value), 10)
+        except ValueError:
+            raise InvalidInstance(
+                "vLLM instance %r: %s must be an integer, got %r" % (instance["name"], key, instance[key])
+            ) from None
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise InvalidInstance(
+            "vLLM instance %r: %s must be between %s and %s, got %s" % (instance["name"], key, minimum, maximum, value)
+        )
+    return value
+
+
+def validate_instance(instance, gpu_count):
+    """Return the instance with defaults filled in and every value checked; raise InvalidInstance otherwise."""
+    if not isinstance(instance, dict):
+        raise InvalidInstance("a vLLM instance must be a mapping, got %r" % (instance,))
+    unknown = sorted(set(instance) - set(DEFAULTS) - {"name", "model"})
+    merged = dict(DEFAULTS)
+    merged.update(instance)
+    name = merged.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise InvalidInstance(
+            "vLLM instance name %r must be lower-case letters, digits and dashes (at most 40)" % (name,)
+        )
+    if unknown:
+        raise InvalidInstance("vLLM instance %r: unknown options %s" % (name, ", ".join(unknown)))
+    if not merged.get("model"):
+        raise InvalidInstance("vLLM instance %r: model is required (a path or a model name in the local cache)" % name)
+    merged["port"] = _int(merged, "port", 1, 65535)
+    merged["block_size"] = _int(merged, "block_size", 1, 128)
+    if merged["block_size"] not in BLOCK_SIZES:
+        raise InvalidInstance(
+            "vLLM instance %r: block_size must be one of %s, got %s" % (name, BLOCK_SIZES, merged["block_size"])
+        )
+    try:
+        utilization = float(merged["gpu_memory_utilization"])
+    except (TypeError, ValueError):
+        raise InvalidInstance(
+            "vLLM instance %r: gpu_memory_utilization must be a number in (0, 1], got %r"
+            % (name, merged["gpu_memory_utilization"])
+        ) from None
+    if not 0 < utilization <= 1:
+        raise InvalidInstance(
+            "vLLM instance %r: gpu_memory_utilization must be in (0, 1], got %s" % (name, utilization)
+        )
+    merged["gpu_memory_utilization"] = utilization
+    if merged["dtype"] not in DTYPES:
+        raise InvalidInstance(
+            "vLLM instance %r: dtype must be one of %s, got %r" % (name, ", ".join(DTYPES), merged["dtype"])
+        )
+    if merged["quantization"] not in (None, "") and merged["quantization"] not in QUANTIZATIONS:
+        raise InvalidInstance(
+            "vLLM instance %r: quantization must be one of %s, got %r"
+            % (name, ", ".join(QUANTIZATIONS), merged["quantization"])
+        )
+    gpus = [int(gpu) for gpu in merged["gpus"]]
+    if any(gpu < 0 or gpu >= gpu_count for gpu in gpus):
+        raise InvalidInstance(
+            "vLLM instance %r: gpus %s name GPUs the host does not have (it has %d)" % (name, gpus, gpu_count)
+        )
+    merged["gpus"] = gpus
+    available = len(gpus) or gpu_count
+    merged["tensor_parallel_size"] = _int(merged, "tensor_parallel_size", 1, max(available, 1))
+    if merged["max_model_len"] not in (None, ""):
+        merged["max_model_len"] = _int(merged, "max_model_len", 1)
+    extra = [str(arg) for arg in merged["extra_args"]]
+    clash = [arg for arg in extra if arg.split("=", 1)[0] in RESERVED]
+    if clash:
+        raise InvalidInstance(
+            "vLLM instance %r: extra_args may not set %s; use the instance's own options" % (name, ", ".join(clash))
+        )
+    merged["extra_args"] = extra
+    return merged
+
+
+def serve_args(instance):
+    """`vllm serve` arguments for a validated instance. The API key is never among them."""
+    args = [
+        str(instance["model"]),
+        "--host",
+        instance["host"],
+        "--port",
+        str(instance["port"]),
+        "--dtype",
+        instance["dtype"],
+        "--gpu-memory-utilization",
+        repr(instance["gpu_memory_utilization"]),
+        "--block-size",
+        str(instance["block_size"]),
+        "--tensor-parallel-size",
+        str(instance["tensor_parallel_size"]),
+    ]
+    if instance["max_model_len"]:
+        args += ["--max-model-len", str(instance["max_model_len"])]
+    if instance["quantization"]:
+        args += ["--quantization", instance["quantization"]]
+    if instance["served_model_name"]:
+        args += ["--served-model-name", str(instance["served_model_name"])]
+    return args + instance["extra_args"]
+
+
+def validate_instances(instances, gpu_count):
+    """Validate every instance (names and ports unique on a host); the result holds no API key."""
+    validated = [validate_instance(instance, gpu_count) for instance in instances]
+    for field in ("name", "port"):
+        values = [instance[field] for instance in validated]
+        duplicates = sorted(set(value for value in values if values.count(value) > 1))
+        if duplicates:
+            raise InvalidInstance("vLLM instances share a %s: %s" % (field, ", ".join(str(d) for d in duplicates)))
+    for instance in validated:
+        instance["serve_args"] = serve_args(instance)
+        # The result is shown in task output; the key stays in the caller's (vaulted) variables only.
+        instance["has_api_key"] = bool(instance.pop("api_key"))
+    return validated

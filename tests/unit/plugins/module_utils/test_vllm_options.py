@@ -1,0 +1,92 @@
+import pytest
+
+from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import (
+    InvalidInstance,
+    validate_instance,
+    validate_instances,
+)
+
+
+def instance(**overrides):
+    base = {"name": "llama", "model": "/srv/models/llama"}
+    base.update(overrides)
+    return base
+
+
+def test_defaults_and_serve_args():
+    (llama,) = validate_instances(
+        [instance(max_model_len="8192", quantization="fp8", extra_args=["--enforce-eager"])], 8
+    )
+    assert llama["host"] == "127.0.0.1" and llama["port"] == 8000
+    assert llama["serve_args"] == [
+        "/srv/models/llama",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--dtype",
+        "auto",
+        "--gpu-memory-utilization",
+        "0.9",
+        "--block-size",
+        "16",
+        "--tensor-parallel-size",
+        "1",
+        "--max-model-len",
+        "8192",
+        "--quantization",
+        "fp8",
+        "--enforce-eager",
+    ]
+
+
+def test_api_key_never_in_the_arguments():
+    (llama,) = validate_instances([instance(api_key="sk-secret-123")], 1)
+    assert "sk-secret-123" not in repr(llama)
+    assert llama["has_api_key"] is True
+
+
+@pytest.mark.parametrize("value", [0, -0.1, 1.01, "1.5", "abc", None])
+def test_gpu_memory_utilization_outside_zero_one(value):
+    with pytest.raises(InvalidInstance, match="gpu_memory_utilization"):
+        validate_instance(instance(gpu_memory_utilization=value), 8)
+
+
+@pytest.mark.parametrize("value", [1, "0.5", 0.01])
+def test_gpu_memory_utilization_accepted(value):
+    assert 0 < validate_instance(instance(gpu_memory_utilization=value), 8)["gpu_memory_utilization"] <= 1
+
+
+def test_tensor_parallel_bounded_by_gpus():
+    assert validate_instance(instance(tensor_parallel_size=8), 8)["tensor_parallel_size"] == 8
+    with pytest.raises(InvalidInstance, match="tensor_parallel_size must be between 1 and 8, got 16"):
+        validate_instance(instance(tensor_parallel_size=16), 8)
+    with pytest.raises(InvalidInstance, match="between 1 and 2"):
+        validate_instance(instance(gpus=[0, 1], tensor_parallel_size=4), 8)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"name": "Bad Name"}, "lower-case"),
+        ({"model": ""}, "model is required"),
+        ({"port": 70000}, "port must be between 1 and 65535"),
+        ({"port": "http"}, "port must be an integer"),
+        ({"block_size": 24}, "block_size must be one of"),
+        ({"dtype": "int4"}, "dtype must be one of"),
+        ({"quantization": "nf4"}, "quantization must be one of"),
+        ({"gpus": [8]}, "GPUs the host does not have"),
+        ({"extra_args": ["--api-key=x"]}, "extra_args may not set --api-key"),
+        ({"colour": "blue"}, "unknown options colour"),
+    ],
+)
+def test_bad_values_name_instance_and_option(overrides, message):
+    with pytest.raises(InvalidInstance, match=message):
+        validate_instance(instance(**overrides), 8)
+
+
+def test_duplicate_ports_and_names():
+    with pytest.raises(InvalidInstance, match="share a port: 8000"):
+        validate_instances([instance(name="a"), instance(name="b")], 8)
+    with pytest.raises(InvalidInstance, match="share a name: a"):
+        validate_instances([instance(name="a", port=1), instance(name="a", port=2)], 8)
