@@ -6,6 +6,7 @@ import sys
 
 from instinct_stack import __version__
 from instinct_stack.detect import detect, format_table
+from instinct_stack.rollout import rollout
 
 
 def _detect_extravars(args):
@@ -37,6 +38,30 @@ def cmd_detect(args):
     return 0 if all(row["ok"] for row in rows) else 1
 
 
+def cmd_rollout(args):
+    report, output = rollout(args.inventory, limit=args.limit, check=args.check)
+    with open(args.report, "w") as handle:
+        json.dump(report, handle, indent=2, sort_keys=True)
+    for host, entry in sorted(report["hosts"].items()):
+        state = "FAILED" if entry["failures"] else "ok"
+        print(
+            "%-24s %-6s changed=%-3d gfx=%s stack=%s"
+            % (
+                host,
+                state,
+                entry["changed"],
+                ",".join(entry["gfx_arch"] or []) or "-",
+                (entry["stack"] or {}).get("vllm", "-"),
+            )
+        )
+        for failure in entry["failures"]:
+            print("    %s: %s" % (failure["task"], failure["msg"]))
+    print("report: %s" % args.report)
+    if not report["ok"] and not report["hosts"]:
+        print(output[-3000:], file=sys.stderr)
+    return 0 if report["ok"] else 1
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="instinct-stack", description=__doc__)
     parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
@@ -53,6 +78,13 @@ def build_parser():
     )
     detect_parser.add_argument("--json", action="store_true", help="print the per-host results as JSON")
     detect_parser.set_defaults(handler=cmd_detect)
+
+    rollout_parser = commands.add_parser("rollout", help="run site.yml with live per-host progress and a JSON report")
+    rollout_parser.add_argument("-i", "--inventory", required=True, help="inventory file or directory")
+    rollout_parser.add_argument("-l", "--limit", help="limit to these hosts or groups (ansible --limit pattern)")
+    rollout_parser.add_argument("--check", action="store_true", help="check mode: report what would change")
+    rollout_parser.add_argument("--report", default="instinct-stack-report.json", help="where to write the JSON report")
+    rollout_parser.set_defaults(handler=cmd_rollout)
     return parser
 
 

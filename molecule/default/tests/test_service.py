@@ -66,4 +66,5 @@ def test_config_change_restarted_exactly_once(host):
     effect = json.loads(host.file("/var/tmp/instinct-side-effect.json").content_string)  # noqa: S108 - on the guest
     assert effect["before"] != effect["after"]
     assert effect["starts"] == 1
-    assert '--gpu-memory-utilization "0.8"' in host.file("/etc/systemd/system/" + UNIT).content_string
+    assert '"--gpu-memory-utilization" "0.8"' in effect["exec_start"]
+    assert '"--gpu-memory-utilization" "0.9"' in host.file("/etc/systemd/system/" + UNIT).content_string

@@ -1,0 +1,41 @@
+"""One build on the build host serves both inference hosts of the same arch."""
+
+import json
+
+CACHE = "/var/cache/instinct-stack/wheels"
+
+
+def stack(host):
+    current = host.file("/opt/instinct-stack/current")
+    return json.loads(host.file(current.linked_to + "/.verified").content_string)
+
+
+def build_infos(host, component):
+    listing = host.check_output("sudo find %s/%s -mindepth 2 -maxdepth 2 -name build-info.json", CACHE, component)
+    return listing.split()
+
+
+def test_only_the_build_host_builds(host):
+    name = host.backend.get_hostname()
+    has_checkout = host.file("/var/lib/instinct-stack/src/pytorch").exists
+    assert has_checkout is (name == "node1")
+    for component in ("pytorch", "triton", "vllm"):
+        infos = build_infos(host, component)
+        assert len(infos) == (1 if name == "node1" else 0), (name, component, infos)
+
+
+def test_both_hosts_run_the_same_verified_stack(host):
+    mine = stack(host)
+    node1 = host.get_host("ansible://node1", ansible_inventory=host.backend.ansible_inventory)
+    assert mine["key"] == stack(node1)["key"]
+    assert mine["hip"].startswith("7.0.2") and mine["arch"] == "gfx942"
+
+
+def test_wheels_copied_not_rebuilt(host):
+    for wheel in stack(host)["wheels"]:
+        assert host.file(wheel["local"]).exists
+        assert wheel["path"].startswith(CACHE + "/" + wheel["component"] + "/" + wheel["key"] + "/")
+
+
+def test_service_answers_on_each_host(host):
+    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/health") == "200"

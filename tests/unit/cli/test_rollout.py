@@ -1,0 +1,94 @@
+"""The rollout report and live progress, from ansible-runner events."""
+
+import base64
+import io
+import json
+
+from instinct_stack.rollout import Progress, build_report
+
+
+def event(kind, host, task, res=None, role=None, action="ansible.builtin.command", **extra):
+    data = {"host": host, "task": task, "role": role, "task_action": action, "res": res or {}}
+    data.update(extra)
+    return {"event": kind, "event_data": data}
+
+
+EVENTS = [
+    {
+        "event": "playbook_on_task_start",
+        "event_data": {"task": "Detect the gfx architecture of every GPU", "role": "rocm"},
+    },
+    event(
+        "runner_on_ok",
+        "gpu1",
+        "Detect the gfx architecture of every GPU",
+        role="rocm",
+        action="instinct.stack.gfx_arch",
+        res={"changed": False, "gfx_arch": ["gfx942"], "pytorch_rocm_arch": "gfx942"},
+    ),
+    event("runner_on_ok", "gpu1", "Install the ROCm packages", role="rocm", res={"changed": True}),
+    event(
+        "runner_on_ok",
+        "gpu1",
+        "Read the installed stack's verification record",
+        role="vllm",
+        res={
+            "changed": False,
+            "content": base64.b64encode(
+                json.dumps({"torch": "2.9.0a0+rocm7.0.2", "hip": "7.0.2-56", "vllm": "0.11.0"}).encode()
+            ).decode(),
+        },
+    ),
+    event(
+        "runner_on_failed",
+        "gpu2",
+        "Wait for /health of llama",
+        role="vllm_service",
+        res={"msg": "timed out"},
+        ignore_errors=True,
+    ),
+    event(
+        "runner_on_failed",
+        "gpu2",
+        "Fail with the journal of a service that did not come up",
+        role="vllm_service",
+        res={"msg": "vllm-llama did not answer /health"},
+    ),
+    event("runner_on_unreachable", "gpu3", "Gathering Facts", res={"msg": "ssh: connect timed out"}),
+]
+
+
+def test_report_per_host():
+    report = build_report(EVENTS, rc=2)
+    assert report["ok"] is False and report["rc"] == 2
+    gpu1 = report["hosts"]["gpu1"]
+    assert gpu1["gfx_arch"] == ["gfx942"] and gpu1["pytorch_rocm_arch"] == "gfx942"
+    assert gpu1["stack"]["torch"] == "2.9.0a0+rocm7.0.2"
+    assert gpu1["changed_tasks"] == ["rocm : Install the ROCm packages"] and gpu1["changed"] == 1
+    assert gpu1["failures"] == []
+    gpu2 = report["hosts"]["gpu2"]
+    assert gpu2["failures"] == [
+        {
+            "task": "vllm_service : Fail with the journal of a service that did not come up",
+            "msg": "vllm-llama did not answer /health",
+        }
+    ]
+    assert report["hosts"]["gpu3"]["unreachable"] is True
+
+
+def test_clean_run_is_ok():
+    report = build_report(EVENTS[:4], rc=0)
+    assert report["ok"] is True
+
+
+def test_progress_lines_when_not_a_terminal():
+    stream = io.StringIO()
+    progress = Progress(stream)
+    for item in EVENTS:
+        progress.handle(item)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 5  # the failure with ignore_errors counts for nothing
+    assert lines[0].startswith("gpu1") and "ok=1" in lines[0] and "rocm : Detect the gfx architecture" in lines[0]
+    assert "changed=1" in lines[1]
+    assert lines[3].startswith("gpu2") and "failed=1" in lines[3]
+    assert lines[4].startswith("gpu3") and "unreachable=1" in lines[4]
