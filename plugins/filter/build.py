@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
+from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import mirror_url
 from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
 
 
@@ -42,4 +43,5 @@ class FilterModule(object):
             "build_key": build_key,
             "rocm_arch": _rocm_arch,
             "vllm_instances": _vllm_instances,
+            "mirror_url": mirror_url,
         }

@@ -62,6 +62,38 @@ def cmd_rollout(args):
     return 0 if report["ok"] else 1
 
 
+def cmd_mirror_build(args):
+    from instinct_stack import mirror
+
+    try:
+        manifest = mirror.build(args.config, args.dest)
+    except mirror.MirrorError as exc:
+        print("mirror build failed: %s" % exc, file=sys.stderr)
+        return 1
+    print(
+        "mirror %s: %d files, ROCm %s (%s), %s"
+        % (
+            args.dest,
+            len(manifest["files"]),
+            manifest["rocm_version"],
+            manifest["suite"],
+            ", ".join("%s@%s" % (name, ref["commit"][:12]) for name, ref in sorted(manifest["git"].items()))
+            or "no git",
+        )
+    )
+    return 0
+
+
+def cmd_mirror_verify(args):
+    from instinct_stack import mirror
+
+    problems = mirror.verify(args.dest)
+    for problem in problems:
+        print(problem)
+    print("%s: %s" % (args.dest, "%d problem(s)" % len(problems) if problems else "every file matches the manifest"))
+    return 1 if problems else 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="instinct-stack", description=__doc__)
     parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
@@ -85,6 +117,16 @@ def build_parser():
     rollout_parser.add_argument("--check", action="store_true", help="check mode: report what would change")
     rollout_parser.add_argument("--report", default="instinct-stack-report.json", help="where to write the JSON report")
     rollout_parser.set_defaults(handler=cmd_rollout)
+
+    mirror_parser = commands.add_parser("mirror", help="build or verify an air-gapped mirror")
+    mirror_commands = mirror_parser.add_subparsers(dest="mirror_command", required=True)
+    build = mirror_commands.add_parser("build", help="gather packages, sources and wheels into DEST (needs network)")
+    build.add_argument("config", help="YAML: rocm_version, amdgpu_version, suite, repo_base_url, packages, git, wheels")
+    build.add_argument("dest", help="an empty or new directory")
+    build.set_defaults(handler=cmd_mirror_build)
+    check = mirror_commands.add_parser("verify", help="check DEST against its manifest")
+    check.add_argument("dest")
+    check.set_defaults(handler=cmd_mirror_verify)
     return parser
 
 

@@ -1,5 +1,6 @@
 """Where the instinct.stack collection is, and the environment ansible-runner needs to use it."""
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -31,3 +32,11 @@ def runner_envvars(root):
         "ANSIBLE_COLLECTIONS_PATH": str(root / "collections"),
         "ANSIBLE_FORCE_COLOR": "0",
     }
+
+
+def collection_module(name):
+    """Import plugins/module_utils/NAME of the collection, the one place its logic lives."""
+    path = str(collection_root() / "collections")
+    if path not in sys.path:
+        sys.path.append(path)
+    return importlib.import_module("ansible_collections.instinct.stack.plugins.module_utils." + name)

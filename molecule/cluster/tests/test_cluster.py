@@ -38,4 +38,4 @@ def test_wheels_copied_not_rebuilt(host):
 
 
 def test_service_answers_on_each_host(host):
-    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/health") == "200"
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"

@@ -28,15 +28,18 @@ def test_listens_only_on_loopback(host):
 
 
 def test_environment_file_holds_the_key_mode_0600(host):
-    env = host.file("/etc/instinct-stack/vllm/fixture.env")
-    assert env.user == "root" and env.mode == 0o600
-    assert host.file("/etc/instinct-stack/vllm").mode == 0o700
+    with host.sudo():
+        env = host.file("/etc/instinct-stack/vllm/fixture.env")
+        assert env.user == "root" and env.mode == 0o600
+        assert "VLLM_API_KEY=" + SECRET in env.content_string
+        assert host.file("/etc/instinct-stack/vllm").mode == 0o700
+    assert host.run("cat /etc/instinct-stack/vllm/fixture.env").rc != 0  # unreadable without root
     assert SECRET not in host.file("/etc/systemd/system/" + UNIT).content_string
 
 
 def test_health_and_authenticated_models(host):
-    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/health") == "200"
-    assert host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:8000/v1/models") == "401"
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"
+    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models") == "401"
     models = json.loads(
         host.check_output("curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:8000/v1/models" % SECRET)
     )

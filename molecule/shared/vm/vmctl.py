@@ -137,6 +137,18 @@ def boot(args, accel, paths, port, key_b64):
     subprocess.run(command, check=True)
 
 
+def netdev(args, ssh_port):
+    """qemu user networking: SSH forwarded from the host; with --restrict the guest reaches nothing but the
+    --guestfwd targets (restrict=on drops every other packet inside qemu, so none leaves this machine)."""
+    options = ["user", "id=net0", "hostfwd=tcp:127.0.0.1:%d-:22" % ssh_port]
+    if args.restrict:
+        options.append("restrict=on")
+    for forward in args.guestfwd:
+        guest, host = forward.split("=", 1)
+        options.append("guestfwd=tcp:%s-tcp:%s" % (guest, host))
+    return ",".join(options)
+
+
 def kernel_started(serial_path, timeout_s):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
@@ -276,10 +288,10 @@ def stop(args):
 
 
 def serve(args):
-    pidfile = os.path.join(args.workdir, "mirror.pid")
+    pidfile = os.path.join(args.workdir, "%s.pid" % args.name)
     kill(pidfile)
     port = free_port()
-    log = open(os.path.join(args.workdir, "mirror.log"), "ab")  # noqa: SIM115 - handed to the server process
+    log = open(os.path.join(args.workdir, "%s.log" % args.name), "ab")  # noqa: SIM115 - handed to the server process
     server = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", args.directory, str(port)],
         stdout=log,
@@ -301,7 +313,7 @@ def serve(args):
 
 
 def unserve(args):
-    print(json.dumps({"stopped": kill(os.path.join(args.workdir, "mirror.pid"))}))
+    print(json.dumps({"stopped": kill(os.path.join(args.workdir, "%s.pid" % args.name))}))
     return 0
 
 
@@ -317,6 +329,16 @@ def main(argv=None):
     start_parser.add_argument(
         "--accel", choices=["auto", "kvm", "tcg"], default=os.environ.get("INSTINCT_VM_ACCEL", "auto")
     )
+    start_parser.add_argument(
+        "--restrict", action="store_true", help="cut the guest off from everything but --guestfwd"
+    )
+    start_parser.add_argument(
+        "--guestfwd",
+        action="append",
+        default=[],
+        metavar="GUESTIP:PORT=HOSTIP:PORT",
+        help="forward the guest's connections to GUESTIP:PORT to HOSTIP:PORT on this machine",
+    )
     start_parser.set_defaults(handler=start)
     stop_parser = commands.add_parser("stop")
     stop_parser.add_argument("name")
@@ -325,9 +347,11 @@ def main(argv=None):
     serve_parser = commands.add_parser("serve")
     serve_parser.add_argument("directory")
     serve_parser.add_argument("--workdir", required=True)
+    serve_parser.add_argument("--name", default="mirror", help="name of the server (its pid and log files)")
     serve_parser.set_defaults(handler=serve)
     unserve_parser = commands.add_parser("unserve")
     unserve_parser.add_argument("--workdir", required=True)
+    unserve_parser.add_argument("--name", default="mirror")
     unserve_parser.set_defaults(handler=unserve)
     args = parser.parse_args(argv)
     return args.handler(args)

@@ -1,0 +1,344 @@
+"""Gather everything one air-gapped rollout needs into a directory, and check it later.
+
+`instinct-stack mirror build CONFIG DEST` runs on a connected machine and uses the maintained tools
+for each kind of content: apt (its own download and dependency resolution, in a private apt root that
+leaves the machine's apt untouched) for the ROCm and amdgpu packages, `git clone --mirror` for the
+sources and every submodule they reference, and `pip download` for the wheelhouse. The apt indexes are
+regenerated with apt-ftparchive and signed with the mirror's own key. A manifest lists every file with
+its SHA-256; `instinct-stack mirror verify DEST` checks it.
+
+Layout (what the roles expect under instinct_mirror_url):
+    rocm/rocm.gpg.key, rocm/apt/ROCM/dists/SUITE, amdgpu/AMDGPU/ubuntu/dists/SUITE,
+    git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/, manifest.json
+"""
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from instinct_stack.collection import collection_module
+
+mirror_path = collection_module("mirror_layout").mirror_path
+
+MANIFEST = "manifest.json"
+
+
+class MirrorError(Exception):
+    pass
+
+
+def run(argv, **kwargs):
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
+    if proc.returncode != 0:
+        raise MirrorError(
+            "%s failed (%d): %s" % (" ".join(argv[:3]), proc.returncode, (proc.stderr or proc.stdout)[-2000:])
+        )
+    return proc.stdout
+
+
+def load_config(path):
+    import yaml  # ansible-core's dependency
+
+    with open(path) as handle:
+        config = yaml.safe_load(handle)
+    for key in ("rocm_version", "amdgpu_version", "suite", "repo_base_url", "packages"):
+        if key not in config:
+            raise MirrorError("%s: missing %r" % (path, key))
+    config.setdefault("key_url", config["repo_base_url"].rstrip("/") + "/rocm/rocm.gpg.key")
+    config.setdefault("git", {})
+    config.setdefault("wheels", [])
+    config.setdefault("pip_args", [])
+    return config
+
+
+def repo_paths(config):
+    return {
+        "rocm": "rocm/apt/%s" % config["rocm_version"],
+        "amdgpu": "amdgpu/%s/ubuntu" % config["amdgpu_version"],
+    }
+
+
+def apt_packages(config, dest, work):
+    """Download the requested packages and their dependencies that the ROCm/amdgpu repositories serve."""
+    base = config["repo_base_url"].rstrip("/")
+    root = work / "apt"
+    for sub in ("lists/partial", "cache/archives/partial", "etc/sources.list.d", "etc/preferences.d"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    key = root / "upstream.asc"
+    with urllib.request.urlopen(config["key_url"], timeout=60) as response:  # noqa: S310 - the configured key URL
+        key.write_bytes(response.read())
+    paths = repo_paths(config)
+    sources = "".join(
+        "deb [arch=amd64 signed-by=%s] %s/%s %s main\n" % (key, base, path, config["suite"]) for path in paths.values()
+    )
+    (root / "etc" / "sources.list").write_text(sources)
+    options = [
+        "-o",
+        "Dir::Etc::SourceList=%s" % (root / "etc" / "sources.list"),
+        "-o",
+        "Dir::Etc::SourceParts=%s" % (root / "etc" / "sources.list.d"),
+        "-o",
+        "Dir::Etc::Preferences=%s" % (root / "etc" / "preferences"),
+        "-o",
+        "Dir::Etc::PreferencesParts=%s" % (root / "etc" / "preferences.d"),
+        "-o",
+        "Dir::State::Lists=%s" % (root / "lists"),
+        "-o",
+        "Dir::Cache=%s" % (root / "cache"),
+        "-o",
+        "APT::Architecture=amd64",
+        "-o",
+        "APT::Architectures=amd64",
+        "-o",
+        "Debug::NoLocking=1",
+    ]
+    run(["apt-get", *options, "update"])
+    # Only the ROCm and amdgpu repositories are configured in this apt root, so every package it knows is theirs.
+    served = {
+        line.split(": ", 1)[1]
+        for line in run(["apt-cache", *options, "dumpavail"]).splitlines()
+        if line.startswith("Package: ")
+    }
+    depends = run(
+        [
+            "apt-cache",
+            *options,
+            "depends",
+            "--recurse",
+            "--no-recommends",
+            "--no-suggests",
+            "--no-conflicts",
+            "--no-breaks",
+            "--no-replaces",
+            "--no-enhances",
+            *config["packages"],
+        ]
+    )
+    closure = {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
+    missing = sorted(set(config["packages"]) - set(served))
+    if missing:
+        raise MirrorError("the repositories at %s serve no package named %s" % (base, ", ".join(missing)))
+    wanted = sorted(name for name in closure if name in served)
+    # apt says where each file comes from, which tells the two repositories apart.
+    origin = {}
+    for line in run(["apt-get", *options, "--print-uris", "download", *wanted]).splitlines():
+        uri, filename = line.split()[0].strip("'"), line.split()[1]
+        origin[filename] = next(name for name, path in paths.items() if "/%s/" % path in uri)
+    downloads = work / "debs"
+    downloads.mkdir()
+    run(["apt-get", *options, "download", *wanted], cwd=downloads)
+    result = {}
+    for name, path in paths.items():
+        pool = dest / path / "pool" / "main"
+        pool.mkdir(parents=True, exist_ok=True)
+        for deb in downloads.iterdir():
+            if origin.get(deb.name) == name:
+                # apt-get download keeps the epoch as "1%3a"; pools name files without it, as upstream does.
+                shutil.copy2(deb, pool / re.sub(r"_\d+%3a", "_", deb.name))
+        result[name] = sorted(p.name for p in pool.iterdir())
+    return result
+
+
+def sign_repositories(config, dest, work):
+    """Regenerate Packages/Release for each repository and sign them with a key made for this mirror."""
+    gnupg = work / "gnupg"
+    gnupg.mkdir(mode=0o700)
+    uid = "instinct.stack mirror %s" % dest.name
+    run(
+        [
+            "gpg",
+            "--homedir",
+            str(gnupg),
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            uid,
+            "ed25519",
+            "sign",
+            "never",
+        ]
+    )
+    (dest / "rocm").mkdir(exist_ok=True)
+    (dest / "rocm" / "rocm.gpg.key").write_text(run(["gpg", "--homedir", str(gnupg), "--armor", "--export", uid]))
+    for path in repo_paths(config).values():
+        repo = dest / path
+        binary = repo / "dists" / config["suite"] / "main" / "binary-amd64"
+        binary.mkdir(parents=True, exist_ok=True)
+        (binary / "Packages").write_text(run(["apt-ftparchive", "packages", "pool"], cwd=repo))
+        dist = repo / "dists" / config["suite"]
+        release = run(
+            [
+                "apt-ftparchive",
+                "-o",
+                "APT::FTPArchive::Release::Suite=" + config["suite"],
+                "-o",
+                "APT::FTPArchive::Release::Codename=" + config["suite"],
+                "-o",
+                "APT::FTPArchive::Release::Components=main",
+                "-o",
+                "APT::FTPArchive::Release::Architectures=amd64",
+                "release",
+                ".",
+            ],
+            cwd=dist,
+        )
+        (dist / "Release").write_text(release)
+        gpg = ["gpg", "--homedir", str(gnupg), "--batch", "--yes", "--local-user", uid]
+        run(gpg + ["--clearsign", "-o", "InRelease", "Release"], cwd=dist)
+        run(gpg + ["--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist)
+
+
+def git_repositories(config, dest, work):
+    """git clone --mirror each source, then every submodule its pinned ref names, recursively."""
+    mirrored = {}
+
+    def mirror(url):
+        if url in mirrored:
+            return mirrored[url]
+        target = dest / mirror_path(url)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            run(["git", "clone", "--quiet", "--mirror", url, str(target)])
+        run(["git", "update-server-info"], cwd=target)
+        mirrored[url] = target
+        return target
+
+    def submodules(url, ref):
+        bare = mirror(url)
+        gitmodules = subprocess.run(
+            ["git", "show", "%s:.gitmodules" % ref], cwd=bare, capture_output=True, text=True, check=False
+        )
+        if gitmodules.returncode != 0:
+            return
+        config_lines = run(
+            ["git", "config", "-f", "-", "--get-regexp", r"submodule\..*\.(url|path)"], input=gitmodules.stdout
+        )
+        entries = {}
+        for line in config_lines.splitlines():
+            key, value = line.split(" ", 1)
+            name, field = key[len("submodule.") :].rsplit(".", 1)
+            entries.setdefault(name, {})[field] = value
+        for entry in entries.values():
+            sub_url = (
+                urllib.parse.urljoin(url.rstrip("/") + "/", entry["url"])
+                if entry["url"].startswith("../")
+                else entry["url"]
+            )
+            tree = run(["git", "ls-tree", ref, entry["path"]], cwd=bare).split()
+            if len(tree) >= 3 and tree[1] == "commit":
+                submodules(sub_url, tree[2])
+
+    refs = {}
+    for name, source in config["git"].items():
+        if "ref_from" in source:
+            continue
+        bare = mirror(source["url"])
+        refs[name] = run(["git", "rev-parse", "%s^{commit}" % source["ref"]], cwd=bare).strip()
+        submodules(source["url"], refs[name])
+    for name, source in config["git"].items():
+        if "ref_from" not in source:
+            continue
+        owner, path = source["ref_from"].split(":", 1)
+        pinned = run(["git", "show", "%s:%s" % (refs[owner], path)], cwd=mirror(config["git"][owner]["url"])).strip()
+        bare = mirror(source["url"])
+        try:
+            refs[name] = run(["git", "rev-parse", "%s^{commit}" % pinned], cwd=bare).strip()
+        except MirrorError:
+            raise MirrorError(
+                "%s pins %s commit %s, which %s does not have" % (owner, name, pinned, source["url"])
+            ) from None
+        submodules(source["url"], refs[name])
+    return {
+        name: {"commit": commit, "mirror": mirror_path(config["git"][name]["url"])} for name, commit in refs.items()
+    }
+
+
+def wheelhouse(config, dest):
+    if not config["wheels"]:
+        return []
+    target = dest / "wheels"
+    target.mkdir(exist_ok=True)
+    run(
+        [
+            "python3",
+            "-m",
+            "pip",
+            "download",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--only-binary=:all:",
+            "-d",
+            str(target),
+            *config["pip_args"],
+            *config["wheels"],
+        ]
+    )
+    return sorted(p.name for p in target.iterdir())
+
+
+def write_manifest(dest, summary):
+    files = {}
+    for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
+        files[str(path.relative_to(dest))] = {"sha256": sha256(path), "size": path.stat().st_size}
+    manifest = dict(summary, files=files)
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    return manifest
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build(config_path, dest):
+    config = load_config(config_path)
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise MirrorError("%s is not empty; build a mirror into a new directory" % dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="instinct-mirror-") as tmp:
+        work = Path(tmp)
+        debs = apt_packages(config, dest, work)
+        sign_repositories(config, dest, work)
+        refs = git_repositories(config, dest, work)
+        wheels = wheelhouse(config, dest)
+    summary = {
+        "rocm_version": config["rocm_version"],
+        "amdgpu_version": config["amdgpu_version"],
+        "suite": config["suite"],
+        "packages": debs,
+        "git": refs,
+        "wheels": wheels,
+    }
+    return write_manifest(dest, summary)
+
+
+def verify(dest):
+    """Problems found: files missing, changed, or not in the manifest. Empty when the mirror is intact."""
+    dest = Path(dest)
+    manifest_path = dest / MANIFEST
+    if not manifest_path.is_file():
+        return ["%s has no %s" % (dest, MANIFEST)]
+    manifest = json.loads(manifest_path.read_text())
+    problems = []
+    for name, entry in sorted(manifest["files"].items()):
+        path = dest / name
+        if not path.is_file():
+            problems.append("missing: %s" % name)
+        elif path.stat().st_size != entry["size"] or sha256(path) != entry["sha256"]:
+            problems.append("changed: %s" % name)
+    listed = set(manifest["files"])
+    for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
+        if str(path.relative_to(dest)) not in listed:
+            problems.append("not in the manifest: %s" % path.relative_to(dest))
+    return problems
