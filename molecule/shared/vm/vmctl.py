@@ -121,7 +121,7 @@ def boot(args, accel, paths, port, key_b64):
         "-drive",
         "file=%s,if=virtio,format=qcow2" % paths["disk"],
         "-netdev",
-        "user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22" % port,
+        netdev(args, port),
         "-device",
         "virtio-net-pci,netdev=net0",
         "-serial",
