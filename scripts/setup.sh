@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 apt_packages=(
   python3-venv git openssh-client rsync   # venv, ansible-test's file listing, molecule's SSH
   qemu-system-x86 qemu-utils debootstrap  # the molecule guest
+  apt-utils gnupg socat                   # the fixture mirror's indexes and signatures; the air-gapped guest's forward
 )
 missing=()
 for package in "${apt_packages[@]}"; do

@@ -145,7 +145,8 @@ def netdev(args, ssh_port):
         options.append("restrict=on")
     for forward in args.guestfwd:
         guest, host = forward.split("=", 1)
-        options.append("guestfwd=tcp:%s-tcp:%s" % (guest, host))
+        # cmd: runs one socat per connection; a tcp: chardev would carry a single connection only.
+        options.append("guestfwd=tcp:%s-cmd:socat - TCP:%s" % (guest, host))
     return ",".join(options)
 
 
