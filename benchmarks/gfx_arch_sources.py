@@ -76,7 +76,7 @@ def main():
         end_to_end = "-"
         if adhoc:
             runs = []
-            for _ in range(args.repeat):
+            for _run in range(args.repeat):
                 start = time.perf_counter()
                 subprocess.run(
                     [ansible, "localhost", "-m", "instinct.stack.gfx_arch", "-a", adhoc],
