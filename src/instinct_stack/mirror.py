@@ -105,22 +105,7 @@ def apt_packages(config, dest, work):
         for line in run(["apt-cache", *options, "dumpavail"]).splitlines()
         if line.startswith("Package: ")
     }
-    depends = run(
-        [
-            "apt-cache",
-            *options,
-            "depends",
-            "--recurse",
-            "--no-recommends",
-            "--no-suggests",
-            "--no-conflicts",
-            "--no-breaks",
-            "--no-replaces",
-            "--no-enhances",
-            *config["packages"],
-        ]
-    )
-    closure = {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
+    closure = dependency_closure(options, config["packages"])
     missing = sorted(set(config["packages"]) - set(served))
     if missing:
         raise MirrorError("the repositories at %s serve no package named %s" % (base, ", ".join(missing)))
@@ -145,11 +130,61 @@ def apt_packages(config, dest, work):
     return result
 
 
-def sign_repositories(config, dest, work):
-    """Regenerate Packages/Release for each repository and sign them with a key made for this mirror."""
-    gnupg = work / "gnupg"
-    gnupg.mkdir(mode=0o700)
-    uid = "instinct.stack mirror %s" % dest.name
+def dependency_closure(apt_options, packages):
+    """The packages and everything they depend on, recursively, as apt resolves it (recommends left out)."""
+    depends = run(
+        [
+            "apt-cache",
+            *apt_options,
+            "depends",
+            "--recurse",
+            "--no-recommends",
+            "--no-suggests",
+            "--no-conflicts",
+            "--no-breaks",
+            "--no-replaces",
+            "--no-enhances",
+            *packages,
+        ]
+    )
+    return {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
+
+
+def write_signed_index(repo, suite, pool, gpg_argv, origin="instinct.stack mirror"):
+    """dists/SUITE/main/binary-amd64/Packages for the .debs under repo/pool, and a Release signed as InRelease
+    and Release.gpg with gpg_argv (gpg with its home directory and --local-user)."""
+    repo = Path(repo)
+    binary = repo / "dists" / suite / "main" / "binary-amd64"
+    binary.mkdir(parents=True, exist_ok=True)
+    (binary / "Packages").write_text(run(["apt-ftparchive", "packages", pool], cwd=repo))
+    dist = repo / "dists" / suite
+    release = run(
+        [
+            "apt-ftparchive",
+            "-o",
+            "APT::FTPArchive::Release::Origin=" + origin,
+            "-o",
+            "APT::FTPArchive::Release::Suite=" + suite,
+            "-o",
+            "APT::FTPArchive::Release::Codename=" + suite,
+            "-o",
+            "APT::FTPArchive::Release::Components=main",
+            "-o",
+            "APT::FTPArchive::Release::Architectures=amd64",
+            "release",
+            ".",
+        ],
+        cwd=dist,
+    )
+    (dist / "Release").write_text(release)
+    signer = [*gpg_argv, "--batch", "--yes"]
+    run([*signer, "--clearsign", "-o", "InRelease", "Release"], cwd=dist)
+    run([*signer, "--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist)
+
+
+def new_signing_key(gnupg, uid):
+    """A passphrase-less ed25519 signing key in the gpg home gnupg; returns (gpg argv, armored public key)."""
+    gnupg.mkdir(mode=0o700, parents=True)
     run(
         [
             "gpg",
@@ -165,34 +200,19 @@ def sign_repositories(config, dest, work):
             "never",
         ]
     )
+    return (
+        ["gpg", "--homedir", str(gnupg), "--local-user", uid],
+        run(["gpg", "--homedir", str(gnupg), "--armor", "--export", uid]),
+    )
+
+
+def sign_repositories(config, dest, work):
+    """Regenerate Packages/Release for each repository and sign them with a key made for this mirror."""
+    gpg_argv, public_key = new_signing_key(work / "gnupg", "instinct.stack mirror %s" % dest.name)
     (dest / "rocm").mkdir(exist_ok=True)
-    (dest / "rocm" / "rocm.gpg.key").write_text(run(["gpg", "--homedir", str(gnupg), "--armor", "--export", uid]))
+    (dest / "rocm" / "rocm.gpg.key").write_text(public_key)
     for path in repo_paths(config).values():
-        repo = dest / path
-        binary = repo / "dists" / config["suite"] / "main" / "binary-amd64"
-        binary.mkdir(parents=True, exist_ok=True)
-        (binary / "Packages").write_text(run(["apt-ftparchive", "packages", "pool"], cwd=repo))
-        dist = repo / "dists" / config["suite"]
-        release = run(
-            [
-                "apt-ftparchive",
-                "-o",
-                "APT::FTPArchive::Release::Suite=" + config["suite"],
-                "-o",
-                "APT::FTPArchive::Release::Codename=" + config["suite"],
-                "-o",
-                "APT::FTPArchive::Release::Components=main",
-                "-o",
-                "APT::FTPArchive::Release::Architectures=amd64",
-                "release",
-                ".",
-            ],
-            cwd=dist,
-        )
-        (dist / "Release").write_text(release)
-        gpg = ["gpg", "--homedir", str(gnupg), "--batch", "--yes", "--local-user", uid]
-        run(gpg + ["--clearsign", "-o", "InRelease", "Release"], cwd=dist)
-        run(gpg + ["--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist)
+        write_signed_index(dest / path, config["suite"], "pool", gpg_argv)
 
 
 def git_repositories(config, dest, work):

@@ -26,10 +26,14 @@ as a new kernel module does. The result is cached, keyed by this script and the 
 
 import hashlib
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
 import tempfile
+
+# The mirror CLI's apt index and signing helpers: run this script with the project's .venv python.
+from instinct_stack.mirror import dependency_closure, new_signing_key, write_signed_index  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -227,75 +231,23 @@ def build_deb(workdir, outdir, name, version, depends, files, scripts):
     )
 
 
-def publish(repo_dir, suite, debs_by_suite, gnupghome, key_id):
-    """An apt repository in the layout apt expects: pool/ plus a signed dists/SUITE."""
+def publish(repo_dir, suite, debs_by_suite, gpg_argv):
+    """An apt repository in the layout apt expects: pool/main/SUITE plus a signed dists/SUITE."""
     pool = os.path.join(repo_dir, "pool", "main", suite)
     os.makedirs(pool, exist_ok=True)
     for deb in debs_by_suite:
         shutil.copy(deb, pool)
-    binary = os.path.join(repo_dir, "dists", suite, "main", "binary-amd64")
-    os.makedirs(binary, exist_ok=True)
-    packages = subprocess.run(
-        ["apt-ftparchive", "packages", os.path.relpath(pool, repo_dir)],
-        cwd=repo_dir,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    with open(os.path.join(binary, "Packages"), "w") as handle:
-        handle.write(packages)
-    subprocess.run(["gzip", "-kf9n", os.path.join(binary, "Packages")], check=True)
-    dist = os.path.join(repo_dir, "dists", suite)
-    release = subprocess.run(
-        [
-            "apt-ftparchive",
-            "-o",
-            "APT::FTPArchive::Release::Origin=instinct.stack fixtures",
-            "-o",
-            "APT::FTPArchive::Release::Suite=" + suite,
-            "-o",
-            "APT::FTPArchive::Release::Codename=" + suite,
-            "-o",
-            "APT::FTPArchive::Release::Components=main",
-            "-o",
-            "APT::FTPArchive::Release::Architectures=amd64",
-            "release",
-            ".",
-        ],
-        cwd=dist,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    with open(os.path.join(dist, "Release"), "w") as handle:
-        handle.write(release)
-    gpg = ["gpg", "--homedir", gnupghome, "--batch", "--yes", "--local-user", key_id]
-    subprocess.run(gpg + ["--clearsign", "-o", "InRelease", "Release"], cwd=dist, check=True)
-    subprocess.run(gpg + ["--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist, check=True)
+    write_signed_index(repo_dir, suite, os.path.relpath(pool, repo_dir), gpg_argv, origin="instinct.stack fixtures")
+    subprocess.run(
+        ["gzip", "-kf9n", os.path.join(repo_dir, "dists", suite, "main", "binary-amd64", "Packages")], check=True
+    )
 
 
 def debian_subset(image_packages_file, workdir):
     """Download DEBIAN_PACKAGES and every dependency the guest image lacks, with apt's own resolver."""
     with open(image_packages_file) as handle:
         in_image = set(handle.read().split())
-    depends = subprocess.run(
-        [
-            "apt-cache",
-            "depends",
-            "--recurse",
-            "--no-recommends",
-            "--no-suggests",
-            "--no-conflicts",
-            "--no-breaks",
-            "--no-replaces",
-            "--no-enhances",
-            *DEBIAN_PACKAGES,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    closure = {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
+    closure = dependency_closure([], DEBIAN_PACKAGES)
     wanted = sorted(closure - in_image)
     os.makedirs(workdir, exist_ok=True)
     subprocess.run(["apt-get", "download", "-q", *wanted], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
@@ -409,37 +361,13 @@ def main(argv):
         return 0
     os.makedirs(cache, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as work:
-        gnupghome = os.path.join(work, "gnupg")
-        os.makedirs(gnupghome, mode=0o700)
-        uid = "instinct.stack fixture mirror <fixtures@instinct-stack.invalid>"
-        subprocess.run(
-            [
-                "gpg",
-                "--homedir",
-                gnupghome,
-                "--batch",
-                "--passphrase",
-                "",
-                "--quick-gen-key",
-                uid,
-                "ed25519",
-                "sign",
-                "never",
-            ],
-            check=True,
-            capture_output=True,
+        gpg_argv, public_key = new_signing_key(
+            pathlib.Path(work) / "gnupg", "instinct.stack fixture mirror <fixtures@instinct-stack.invalid>"
         )
         staging = os.path.join(work, "mirror")
         os.makedirs(os.path.join(staging, "rocm"))
         with open(os.path.join(staging, "rocm", "rocm.gpg.key"), "w") as handle:
-            handle.write(
-                subprocess.run(
-                    ["gpg", "--homedir", gnupghome, "--armor", "--export", uid],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout
-            )
+            handle.write(public_key)
         for rocm, amdgpu, kfd_version in RELEASES:
             for suite in SUITES:
                 for repo_dir, packages in (
@@ -451,15 +379,12 @@ def main(argv):
                     for package in packages:
                         build_deb(os.path.join(work, "build"), debs, *package)
                         shutil.rmtree(os.path.join(work, "build"))
-                    publish(
-                        repo_dir, suite, [os.path.join(debs, deb) for deb in sorted(os.listdir(debs))], gnupghome, uid
-                    )
+                    publish(repo_dir, suite, [os.path.join(debs, deb) for deb in sorted(os.listdir(debs))], gpg_argv)
         publish(
             os.path.join(staging, "debian"),
             DEBIAN_SUITE,
             debian_subset(image_packages_file, os.path.join(work, "debs", "debian")),
-            gnupghome,
-            uid,
+            gpg_argv,
         )
         source_repos(work, os.path.join(staging, "git"))
         wheelhouse(os.path.join(staging, "wheels"))

@@ -163,6 +163,19 @@ def kernel_started(serial_path, timeout_s):
     return False
 
 
+def new_overlay(args, paths):
+    """A fresh copy-on-write disk over the cached image, so the image itself never changes."""
+    backing = os.path.join(args.image_dir, "disk.img")
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", backing, paths["disk"]], check=True)
+
+
+def warn_tcg(name, reason):
+    print(
+        "WARNING: %s; booting %s with TCG software emulation, which is several times slower" % (reason, name),
+        file=sys.stderr,
+    )
+
+
 def kvm_known_to_hang():
     try:
         return time.time() - os.path.getmtime(KVM_HANGS_MARKER) < KVM_HANGS_REMEMBER_S
@@ -183,67 +196,30 @@ def start(args):
     )
     with open(paths["key"] + ".pub", "rb") as handle:
         key_b64 = base64.b64encode(handle.read().strip()).decode()
-    subprocess.run(
-        [
-            "qemu-img",
-            "create",
-            "-q",
-            "-f",
-            "qcow2",
-            "-F",
-            "raw",
-            "-b",
-            os.path.join(args.image_dir, "disk.img"),
-            paths["disk"],
-        ],
-        check=True,
-    )
+    new_overlay(args, paths)
     port = free_port()
     accel = args.accel
     if accel == "auto":
         accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
         if accel == "tcg":
-            print(
-                "WARNING: /dev/kvm is not usable; booting %s with TCG software emulation, which is several times "
-                "slower" % args.name,
-                file=sys.stderr,
-            )
+            warn_tcg(args.name, "/dev/kvm is not usable")
         elif kvm_known_to_hang():
             accel = "tcg"
-            print(
-                "WARNING: KVM guests hung on this machine within the last day (%s); booting %s with TCG software "
-                "emulation, which is several times slower" % (KVM_HANGS_MARKER, args.name),
-                file=sys.stderr,
-            )
+            warn_tcg(args.name, "KVM guests hung on this machine within the last day (%s)" % KVM_HANGS_MARKER)
         else:
             boot(args, "kvm", paths, port, key_b64)
             if not kernel_started(paths["serial"], KVM_FIRST_OUTPUT_S):
                 kill(paths["pid"], wait_s=5)
-                print(
-                    "WARNING: the guest kernel printed nothing in %d s under KVM (nested virtualization on this host "
-                    "hangs); booting %s with TCG software emulation instead, which is several times slower"
-                    % (KVM_FIRST_OUTPUT_S, args.name),
-                    file=sys.stderr,
+                warn_tcg(
+                    args.name,
+                    "the guest kernel printed nothing in %d s under KVM (nested virtualization on "
+                    "this host hangs)" % KVM_FIRST_OUTPUT_S,
                 )
                 accel = "tcg"
                 os.makedirs(os.path.dirname(KVM_HANGS_MARKER), exist_ok=True)
                 with open(KVM_HANGS_MARKER, "w") as handle:
                     handle.write("guest kernel silent for %d s under KVM\n" % KVM_FIRST_OUTPUT_S)
-                subprocess.run(
-                    [
-                        "qemu-img",
-                        "create",
-                        "-q",
-                        "-f",
-                        "qcow2",
-                        "-F",
-                        "raw",
-                        "-b",
-                        os.path.join(args.image_dir, "disk.img"),
-                        paths["disk"],
-                    ],
-                    check=True,
-                )
+                new_overlay(args, paths)
     elif accel == "tcg":
         print("WARNING: %s runs under TCG software emulation (--accel tcg)" % args.name, file=sys.stderr)
     if read_pid(paths["pid"]) is None:
