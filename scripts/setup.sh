@@ -14,10 +14,13 @@ missing=()
 for package in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+sudo_cmd=(); [[ $(id -u) == 0 ]] || sudo_cmd=(sudo)
+# The fixture mirror downloads Debian packages with apt-get download, which needs the package lists.
+if ((${#missing[@]})) || ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
+  "${sudo_cmd[@]}" apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "setup: installing apt packages: ${missing[*]}"
-  sudo_cmd=(); [[ $(id -u) == 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
