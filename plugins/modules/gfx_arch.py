@@ -38,6 +38,7 @@ options:
   rocminfo_path:
     description:
       - The C(rocminfo) executable. By default it is searched on E(PATH) and in C(/opt/rocm/bin).
+      - A path that is not executable fails O(source=rocminfo); with O(source=auto) rocminfo counts as not installed.
     type: path
   require_gpu:
     description:
@@ -157,7 +158,9 @@ def main():
     rocminfo = params["rocminfo_path"]
     if rocminfo:
         if not os.access(rocminfo, os.X_OK):
-            module.fail_json(msg="rocminfo_path %s is not an executable file" % rocminfo)
+            if params["source"] == "rocminfo":
+                module.fail_json(msg="rocminfo_path %s is not an executable file" % rocminfo)
+            rocminfo = None  # auto: ROCm is not installed (yet), so the other sources decide
     else:
         rocminfo = module.get_bin_path("rocminfo", opt_dirs=["/opt/rocm/bin"])
 

@@ -73,6 +73,19 @@ def test_no_gpu_fails_unless_allowed(fixture_path, capsys):
     assert code == 0 and result["gpus"] == []
 
 
+def test_missing_rocminfo_path_counts_as_not_installed_in_auto(tmp_path, fixture_path, capsys):
+    code, result = run_module(
+        {
+            "rocminfo_path": str(tmp_path / "missing"),
+            "sysfs_root": fixture_path("kfd", "cpu-only"),
+            "require_gpu": False,
+        },
+        capsys,
+    )
+    assert code == 0
+    assert "rocminfo: rocminfo not found" in result["sources_tried"]
+
+
 def test_bad_source_is_rejected(capsys):
     code, result = run_module({"source": "nvidia-smi"}, capsys)
     assert code == 1
