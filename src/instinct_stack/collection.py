@@ -3,7 +3,10 @@
 import importlib
 import os
 import sys
+import tempfile
 from pathlib import Path
+
+import ansible_runner
 
 COLLECTION_ENV = "INSTINCT_STACK_ROOT"
 
@@ -40,3 +43,25 @@ def collection_module(name):
     if path not in sys.path:
         sys.path.append(path)
     return importlib.import_module("ansible_collections.instinct.stack.plugins.module_utils." + name)
+
+
+def run_playbook(playbook, inventory, limit=None, extravars=None, cmdline=None, event_handler=None, root=None):
+    """Run one of the collection's playbooks (a path relative to its root) through ansible-runner.
+
+    Returns (events, rc, stdout) once it has finished.
+    """
+    root = root or collection_root()
+    with tempfile.TemporaryDirectory(prefix="instinct-stack-") as private_data_dir:
+        runner = ansible_runner.run(
+            private_data_dir=private_data_dir,
+            project_dir=str(root),
+            playbook=str(root / playbook),
+            inventory=str(Path(inventory).resolve()),
+            limit=limit,
+            cmdline=cmdline,
+            extravars=extravars or {},
+            envvars=runner_envvars(root),
+            quiet=True,
+            event_handler=event_handler,
+        )
+        return list(runner.events), runner.rc, runner.stdout.read()

@@ -1,12 +1,8 @@
 """Run instinct.stack.gfx_arch on every host of an inventory through ansible-runner."""
 
-import tempfile
-from pathlib import Path
-
-import ansible_runner
 import jmespath
 
-from instinct_stack.collection import collection_root, runner_envvars
+from instinct_stack.collection import run_playbook
 
 DETECT_ACTION = "instinct.stack.gfx_arch"
 # One row per host from the runner's events: the gfx_arch result, or why the host has none.
@@ -21,21 +17,8 @@ def detect(inventory, limit=None, extravars=None, root=None):
 
     Each dict holds host, ok, gpus, gfx_arch, pytorch_rocm_arch, source_used and error.
     """
-    root = root or collection_root()
-    with tempfile.TemporaryDirectory(prefix="instinct-stack-detect-") as private_data_dir:
-        runner = ansible_runner.run(
-            private_data_dir=private_data_dir,
-            project_dir=str(root),
-            playbook=str(root / "playbooks" / "detect.yml"),
-            inventory=str(Path(inventory).resolve()),
-            limit=limit,
-            extravars=extravars or {},
-            envvars=runner_envvars(root),
-            quiet=True,
-        )
-        events = list(runner.events)
-        output = runner.stdout.read()
-    return hosts_from_events(events), runner.rc, output
+    events, rc, output = run_playbook("playbooks/detect.yml", inventory, limit=limit, extravars=extravars, root=root)
+    return hosts_from_events(events), rc, output
 
 
 def hosts_from_events(events):

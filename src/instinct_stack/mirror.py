@@ -106,7 +106,7 @@ def apt_packages(config, dest, work):
         if line.startswith("Package: ")
     }
     closure = dependency_closure(options, config["packages"])
-    missing = sorted(set(config["packages"]) - set(served))
+    missing = sorted(set(config["packages"]) - served)
     if missing:
         raise MirrorError("the repositories at %s serve no package named %s" % (base, ", ".join(missing)))
     wanted = sorted(name for name in closure if name in served)

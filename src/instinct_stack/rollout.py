@@ -3,13 +3,10 @@
 import base64
 import json
 import sys
-import tempfile
-from pathlib import Path
 
-import ansible_runner
 import jmespath
 
-from instinct_stack.collection import collection_root, runner_envvars
+from instinct_stack.collection import run_playbook
 
 _STACK_RECORD_TASK = "Read the installed stack's verification record"
 _GFX_ACTION = "instinct.stack.gfx_arch"
@@ -128,21 +125,13 @@ def build_report(events, rc, check=False):
 
 def rollout(inventory, limit=None, check=False, extravars=None, root=None, progress=None):
     """Run site.yml; return (report, ansible-playbook output)."""
-    root = root or collection_root()
-    progress = progress or Progress()
-    with tempfile.TemporaryDirectory(prefix="instinct-stack-rollout-") as private_data_dir:
-        runner = ansible_runner.run(
-            private_data_dir=private_data_dir,
-            project_dir=str(root),
-            playbook=str(root / "site.yml"),
-            inventory=str(Path(inventory).resolve()),
-            limit=limit,
-            cmdline="--check" if check else None,
-            extravars=extravars or {},
-            envvars=runner_envvars(root),
-            quiet=True,
-            event_handler=progress.handle,
-        )
-        events = list(runner.events)
-        output = runner.stdout.read()
-    return build_report(events, runner.rc, check), output
+    events, rc, output = run_playbook(
+        "site.yml",
+        inventory,
+        limit=limit,
+        extravars=extravars,
+        cmdline="--check" if check else None,
+        event_handler=(progress or Progress()).handle,
+        root=root,
+    )
+    return build_report(events, rc, check), output
