@@ -270,7 +270,7 @@ def serve(args):
     port = free_port()
     log = open(os.path.join(args.workdir, "%s.log" % args.name), "ab")  # noqa: SIM115 - handed to the server process
     server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", args.directory, str(port)],
+        [sys.executable, "-m", "http.server", "--bind", args.bind, "--directory", args.directory, str(port)],
         stdout=log,
         stderr=log,
         start_new_session=True,
@@ -279,12 +279,19 @@ def serve(args):
         handle.write(str(server.pid))
     for _attempt in range(50):
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((args.bind, port), timeout=1).close()
             break
         except OSError:
             time.sleep(0.1)
     print(
-        json.dumps({"port": port, "host_url": "http://127.0.0.1:%d" % port, "guest_url": "http://10.0.2.2:%d" % port})
+        json.dumps(
+            {
+                "port": port,
+                "host_url": "http://%s:%d" % (args.bind, port),
+                # qemu's user network shows the host's loopback to the guests as 10.0.2.2.
+                "guest_url": "http://%s:%d" % ("10.0.2.2" if args.bind == "127.0.0.1" else args.bind, port),
+            }
+        )
     )
     return 0
 
@@ -325,6 +332,7 @@ def main(argv=None):
     serve_parser.add_argument("directory")
     serve_parser.add_argument("--workdir", required=True)
     serve_parser.add_argument("--name", default="mirror", help="name of the server (its pid and log files)")
+    serve_parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback)")
     serve_parser.set_defaults(handler=serve)
     unserve_parser = commands.add_parser("unserve")
     unserve_parser.add_argument("--workdir", required=True)

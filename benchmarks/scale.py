@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""site.yml's first converge and no-op rerun against 1, 4 and 16 hosts, next to the per-host shell script.
+
+Each host is a systemd-nspawn container booted from the molecule guest image (systemd as PID 1, sshd,
+the ansible user with sudo), with its own network namespace on a bridge, so that 16 of them fit this
+2-core machine where 16 qemu guests do not. The hosts take everything from the fixture mirror, served
+on the bridge. For every host count N the benchmark:
+
+1. boots N fresh hosts, points their Debian sources at the mirror (molecule/shared/prepare.yml,
+   untimed), runs `ansible-playbook site.yml` twice (first converge, then the rerun that must change
+   nothing) and counts the torch builds across all hosts;
+2. boots N fresh hosts again, prepares them the same way, and runs benchmarks/field_guide_rollout.sh
+   over ssh on each host in turn, twice.
+
+Run as root (it mounts overlays and creates network namespaces) from the repository root:
+
+    .venv/bin/python benchmarks/scale.py --hosts 1 4 16
+
+Results go to stdout as a table and to BUILD/results.json; every run's log is kept in BUILD/logs.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
+BRIDGE = "instbench0"
+BRIDGE_ADDRESS = "10.231.0.1"
+SSH_OPTIONS = [
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    "UserKnownHostsFile=/dev/null",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "LogLevel=ERROR",
+]
+RECAP = re.compile(
+    r"^(?P<host>\S+)\s+: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
+    r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)",
+    re.MULTILINE,
+)
+API_KEY = "benchmark-key-not-secret"
+
+
+def run(argv, **kwargs):
+    return subprocess.run(argv, check=True, text=True, **kwargs)  # noqa: S603
+
+
+def host_address(index):
+    return "10.231.0.%d" % (10 + index)
+
+
+def parse_recap(text):
+    """Sums PLAY RECAP lines over hosts: ok (tasks run, changed included), changed, failed, unreachable."""
+    totals = {"hosts": 0, "ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
+    for match in RECAP.finditer(text):
+        totals["hosts"] += 1
+        for field in ("ok", "changed", "failed", "unreachable"):
+            totals[field] += int(match.group(field))
+    return totals
+
+
+class Network:
+    """A bridge on this machine with the mirror server, and one network namespace per host."""
+
+    def __enter__(self):
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)  # noqa: S607
+        run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        run(["ip", "addr", "add", BRIDGE_ADDRESS + "/16", "dev", BRIDGE])
+        run(["ip", "link", "set", BRIDGE, "up"])
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)  # noqa: S607
+
+
+class Host:
+    """One systemd-nspawn container on an overlay of the guest image."""
+
+    def __init__(self, workdir, lower, index, public_key):
+        self.name = "ibench-%d" % index
+        self.index = index
+        self.address = host_address(index)
+        self.dir = os.path.join(workdir, "hosts", self.name)
+        self.lower = lower
+        self.public_key = public_key
+        self.process = None
+
+    @property
+    def root(self):
+        return os.path.join(self.dir, "root")
+
+    def _write(self, path, content, mode=0o644):
+        target = os.path.join(self.root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as handle:
+            handle.write(content)
+        os.chmod(target, mode)
+
+    def start(self):
+        self.cleanup()
+        for part in ("upper", "work", "root"):
+            os.makedirs(os.path.join(self.dir, part))
+        run(
+            [
+                "mount",
+                "-t",
+                "overlay",
+                "overlay",
+                "-o",
+                "lowerdir=%s,upperdir=%s/upper,workdir=%s/work" % (self.lower, self.dir, self.dir),
+                self.root,
+            ]
+        )
+        self._write("/etc/hostname", self.name + "\n")
+        self._write("/etc/hosts", "127.0.0.1 localhost\n127.0.1.1 %s\n" % self.name)
+        self._write(
+            "/etc/systemd/network/05-instinct-bench.network",
+            "[Match]\nName=eth0\n\n[Network]\nAddress=%s/16\nGateway=%s\n" % (self.address, BRIDGE_ADDRESS),
+        )
+        self._write("/home/ansible/.ssh/authorized_keys", self.public_key, mode=0o600)
+        run(["chroot", self.root, "chown", "-R", "ansible:ansible", "/home/ansible/.ssh"])
+        run(["chroot", self.root, "ssh-keygen", "-A"], capture_output=True)
+        run(["ip", "netns", "add", self.name])
+        veth = "vb-%d" % self.index
+        run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", self.name])
+        run(["ip", "link", "set", veth, "master", BRIDGE, "up"])
+        for command in (
+            ["addr", "add", self.address + "/16", "dev", "eth0"],
+            ["link", "set", "eth0", "up"],
+            ["link", "set", "lo", "up"],
+            ["route", "add", "default", "via", BRIDGE_ADDRESS],
+        ):
+            run(["ip", "-n", self.name, *command])
+        log = open(os.path.join(self.dir, "console.log"), "wb")  # noqa: SIM115 - handed to nspawn
+        self.process = subprocess.Popen(  # noqa: S603
+            [  # noqa: S607
+                "systemd-nspawn",
+                "--quiet",
+                "--directory",
+                self.root,
+                "--boot",
+                "--register=no",
+                "--keep-unit",
+                "--machine",
+                self.name,
+                "--network-namespace-path=/run/netns/" + self.name,
+                "--console=passive",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+    def wait_for_ssh(self, identity, timeout_s=180):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("%s exited while booting, see %s/console.log" % (self.name, self.dir))
+            probe = subprocess.run(  # noqa: S603
+                ["ssh", "-i", identity, *SSH_OPTIONS, "-o", "ConnectTimeout=2", "ansible@" + self.address, "true"],  # noqa: S607
+                capture_output=True,
+                check=False,
+            )
+            if probe.returncode == 0:
+                return
+            time.sleep(1)
+        raise RuntimeError("%s did not answer ssh in %d s, see %s/console.log" % (self.name, timeout_s, self.dir))
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            # nspawn turns SIGTERM into an orderly shutdown of the container's systemd.
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.cleanup()
+
+    def cleanup(self):
+        subprocess.run(["umount", "--lazy", self.root], capture_output=True, check=False)  # noqa: S603,S607
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)  # noqa: S603,S607
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def hosts_running(workdir, lower, count, identity):
+    with open(identity + ".pub") as handle:
+        public_key = handle.read()
+    hosts = [Host(workdir, lower, index, public_key) for index in range(1, count + 1)]
+    try:
+        for host in hosts:
+            host.start()
+        for host in hosts:
+            host.wait_for_ssh(identity)
+        yield hosts
+    finally:
+        for host in hosts:
+            host.stop()
+
+
+def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
+    """The cluster scenario's inventory, for these hosts; the first one builds."""
+    inventory = {
+        "all": {
+            "vars": {
+                "ansible_user": "ansible",
+                "ansible_ssh_private_key_file": identity,
+                "ansible_ssh_common_args": " ".join(SSH_OPTIONS),
+                "instinct_molecule_mirror": {"guest_url": mirror_url},
+                "rocm_repo_base_url": mirror_url,
+                "rocm_install_kernel_headers": False,
+                "rocm_users": ["ansible"],
+                "pytorch_git_url": mirror_url + "/git/pytorch.git",
+                "pytorch_version": "v2.9.0-fixture",
+                "pytorch_pip_args": ["--no-index", "--find-links", mirror_url + "/wheels/", "--trusted-host", BRIDGE_ADDRESS],
+                "triton_git_url": mirror_url + "/git/triton.git",
+                "vllm_git_url": mirror_url + "/git/vllm.git",
+                "vllm_version": "v0.11.0-fixture",
+                "vllm_controller_wheel_dir": controller_wheels,
+                "vllm_service_instances": [{"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}],
+            },
+            "children": {
+                "inference_hosts": {"hosts": {host.name: {"ansible_host": host.address} for host in hosts}},
+                "build_hosts": {"hosts": {hosts[0].name: {}}},
+            },
+        }
+    }
+    with open(path, "w") as handle:
+        json.dump(inventory, handle, indent=2)
+
+
+def timed(argv, log_path, **kwargs):
+    started = time.monotonic()
+    with open(log_path, "w") as log:
+        result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False, text=True, **kwargs)  # noqa: S603
+    elapsed = time.monotonic() - started
+    with open(log_path) as log:
+        output = log.read()
+    if result.returncode != 0:
+        raise RuntimeError("%s failed (exit %d), see %s" % (argv[0], result.returncode, log_path))
+    return elapsed, output
+
+
+def ansible_env(workdir, run_name, forks):
+    return dict(
+        os.environ,
+        ANSIBLE_FORKS=str(forks),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="False",
+        # Each run set starts with an empty fact cache and its own ssh control sockets.
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(workdir, "facts", run_name),
+        ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(workdir, "cp", run_name),
+    )
+
+
+def count_torch_builds(hosts, identity):
+    builds = 0
+    for host in hosts:
+        listing = subprocess.run(  # noqa: S603
+            [  # noqa: S607
+                "ssh",
+                "-i",
+                identity,
+                *SSH_OPTIONS,
+                "ansible@" + host.address,
+                "sudo find /var/cache/instinct-stack/wheels/pytorch -mindepth 2 -maxdepth 2 -name build-info.json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        builds += len(listing.stdout.split())
+    return builds
+
+
+def prepare(inventory, env, logs, name):
+    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    timed(
+        [ansible_playbook, "-i", inventory, os.path.join(ROOT, "molecule", "shared", "prepare.yml")],
+        os.path.join(logs, name + "-prepare.log"),
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def bench_ansible(args, workdir, lower, identity, mirror_url, count):
+    name = "ansible-%d" % count
+    logs = os.path.join(workdir, "logs")
+    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    result = {"tool": "ansible", "hosts": count, "forks": args.forks}
+    with hosts_running(workdir, lower, count, identity) as hosts:
+        inventory = os.path.join(workdir, name + ".json")
+        write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
+        env = ansible_env(workdir, name, args.forks)
+        prepare(inventory, env, logs, name)
+        for phase in ("first", "rerun"):
+            elapsed, output = timed(
+                [ansible_playbook, "-i", inventory, "site.yml"],
+                os.path.join(logs, "%s-%s.log" % (name, phase)),
+                cwd=ROOT,
+                env=env,
+            )
+            recap = parse_recap(output)
+            result[phase] = {"seconds": round(elapsed, 1), "tasks": recap["ok"], "changed": recap["changed"]}
+            print("  %s %s: %.1f s, %s" % (name, phase, elapsed, recap), flush=True)
+        result["torch_builds"] = count_torch_builds(hosts, identity)
+    return result
+
+
+def bench_script(args, workdir, lower, identity, mirror_url, count):
+    name = "script-%d" % count
+    logs = os.path.join(workdir, "logs")
+    result = {"tool": "shell script", "hosts": count, "forks": 1}
+    with hosts_running(workdir, lower, count, identity) as hosts:
+        inventory = os.path.join(workdir, name + ".json")
+        write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
+        prepare(inventory, ansible_env(workdir, name, args.forks), logs, name)
+        script = os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")
+        for phase in ("first", "rerun"):
+            log_path = os.path.join(logs, "%s-%s.log" % (name, phase))
+            started = time.monotonic()
+            builds = 0
+            with open(log_path, "w") as log:
+                for host in hosts:
+                    with open(script) as stdin:
+                        run(
+                            [
+                                "ssh",
+                                "-i",
+                                identity,
+                                *SSH_OPTIONS,
+                                "ansible@" + host.address,
+                                "sudo",
+                                "MIRROR=" + mirror_url,
+                                "VLLM_API_KEY=" + API_KEY,
+                                "bash",
+                                "-s",
+                            ],
+                            stdin=stdin,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
+            elapsed = time.monotonic() - started
+            with open(log_path) as log:
+                builds = log.read().count("field-guide: built torch")
+            result[phase] = {"seconds": round(elapsed, 1), "torch_builds": builds}
+            print("  %s %s: %.1f s, %d torch builds" % (name, phase, elapsed, builds), flush=True)
+        result["torch_builds"] = result["first"]["torch_builds"] + result["rerun"]["torch_builds"]
+    return result
+
+
+def table(results):
+    lines = [
+        "%-13s %5s %5s %10s %7s %8s %10s %7s %8s %12s"
+        % ("tool", "hosts", "forks", "first [s]", "tasks", "changed", "rerun [s]", "tasks", "changed", "torch builds")
+    ]
+    for result in results:
+        first, rerun = result["first"], result["rerun"]
+        lines.append(
+            "%-13s %5d %5s %10.1f %7s %8s %10.1f %7s %8s %12d"
+            % (
+                result["tool"],
+                result["hosts"],
+                result["forks"],
+                first["seconds"],
+                first.get("tasks", "-"),
+                first.get("changed", "-"),
+                rerun["seconds"],
+                rerun.get("tasks", "-"),
+                rerun.get("changed", "-"),
+                result["torch_builds"],
+            )
+        )
+    by_count = {}
+    for result in results:
+        by_count.setdefault(result["hosts"], {})[result["tool"]] = result
+    lines.append("")
+    lines.append("%5s %22s %22s %22s" % ("hosts", "ansible rerun/first", "script/ansible first", "script/ansible rerun"))
+    for count, pair in sorted(by_count.items()):
+        ansible = pair.get("ansible")
+        script = pair.get("shell script")
+        lines.append(
+            "%5d %22s %22s %22s"
+            % (
+                count,
+                "%.2f" % (ansible["rerun"]["seconds"] / ansible["first"]["seconds"]) if ansible else "-",
+                "%.2f" % (script["first"]["seconds"] / ansible["first"]["seconds"]) if ansible and script else "-",
+                "%.2f" % (script["rerun"]["seconds"] / ansible["rerun"]["seconds"]) if ansible and script else "-",
+            )
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, nargs="+", default=[1, 4, 16], help="host counts to run (default: 1 4 16)")
+    parser.add_argument("--forks", type=int, default=20, help="ansible forks (default: 20, as in ansible.cfg)")
+    parser.add_argument("--tools", nargs="+", choices=["ansible", "script"], default=["ansible", "script"])
+    parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-scale"))
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        parser.error("run as root: the hosts are systemd-nspawn containers on overlay mounts")
+    if shutil.which("systemd-nspawn") is None:
+        parser.error("systemd-nspawn is missing: apt-get install systemd-container")
+
+    workdir = os.path.abspath(args.workdir)
+    shutil.rmtree(os.path.join(workdir, "logs"), ignore_errors=True)
+    os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
+    image_dir = run([os.path.join(VM_TOOLS, "build-image.sh")], capture_output=True).stdout.splitlines()[-1]
+    mirror_dir = run(
+        [sys.executable, os.path.join(ROOT, "molecule", "shared", "mirror", "build_mirror.py"), image_dir],
+        capture_output=True,
+    ).stdout.splitlines()[-1]
+    identity = os.path.join(workdir, "id_ed25519")
+    if not os.path.exists(identity):
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", identity])
+
+    lower = os.path.join(workdir, "image")
+    os.makedirs(lower, exist_ok=True)
+    subprocess.run(["umount", lower], capture_output=True, check=False)  # noqa: S607
+    run(["mount", "-o", "loop,ro", os.path.join(image_dir, "disk.img"), lower])
+    results = []
+    try:
+        with Network():
+            served = json.loads(
+                run(
+                    [sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "serve", mirror_dir, "--workdir", workdir, "--bind", BRIDGE_ADDRESS],
+                    capture_output=True,
+                ).stdout
+            )
+            try:
+                for count in args.hosts:
+                    if "ansible" in args.tools:
+                        results.append(bench_ansible(args, workdir, lower, identity, served["guest_url"], count))
+                    if "script" in args.tools:
+                        results.append(bench_script(args, workdir, lower, identity, served["guest_url"], count))
+            finally:
+                subprocess.run([sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "unserve", "--workdir", workdir], capture_output=True, check=False)  # noqa: S603
+    finally:
+        subprocess.run(["umount", "--lazy", lower], capture_output=True, check=False)  # noqa: S607
+        with open(os.path.join(workdir, "results.json"), "w") as handle:
+            json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "nproc": os.cpu_count(), "results": results}, handle, indent=2)
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
