@@ -21,7 +21,8 @@ VLLM_MODEL=${VLLM_MODEL:-fixture-model}
 VLLM_PORT=${VLLM_PORT:-8000}
 SRC=${SRC:-/opt/src}
 VENV=${VENV:-/opt/vllm-venv}
-PIP_ARGS=(--no-index --find-links "$MIRROR/wheels/" --disable-pip-version-check)
+MIRROR_HOST=$(echo "$MIRROR" | sed -E 's#^[a-z]+://([^:/]+).*#\1#')
+PIP_ARGS=(--no-index --find-links "$MIRROR/wheels/" --trusted-host "$MIRROR_HOST" --disable-pip-version-check)
 
 step() { echo "field-guide: $*"; }
 
@@ -32,8 +33,7 @@ cat >/etc/apt/sources.list.d/rocm.list <<EOF
 deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.asc] $MIRROR/amdgpu/$AMDGPU_VERSION/ubuntu $UBUNTU_SUITE main
 deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.asc] $MIRROR/rocm/apt/$ROCM_VERSION $UBUNTU_SUITE main
 EOF
-printf 'Package: *\nPin: origin %s\nPin-Priority: 600\n' "$(echo "$MIRROR" | sed -E 's#^[a-z]+://([^:/]+).*#\1#')" \
-  >/etc/apt/preferences.d/rocm-pin-600
+printf 'Package: *\nPin: origin %s\nPin-Priority: 600\n' "$MIRROR_HOST" >/etc/apt/preferences.d/rocm-pin-600
 apt-get update -q
 
 step "ROCm and amdgpu-dkms"

@@ -225,12 +225,20 @@ def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
                 "rocm_users": ["ansible"],
                 "pytorch_git_url": mirror_url + "/git/pytorch.git",
                 "pytorch_version": "v2.9.0-fixture",
-                "pytorch_pip_args": ["--no-index", "--find-links", mirror_url + "/wheels/", "--trusted-host", BRIDGE_ADDRESS],
+                "pytorch_pip_args": [
+                    "--no-index",
+                    "--find-links",
+                    mirror_url + "/wheels/",
+                    "--trusted-host",
+                    BRIDGE_ADDRESS,
+                ],
                 "triton_git_url": mirror_url + "/git/triton.git",
                 "vllm_git_url": mirror_url + "/git/vllm.git",
                 "vllm_version": "v0.11.0-fixture",
                 "vllm_controller_wheel_dir": controller_wheels,
-                "vllm_service_instances": [{"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}],
+                "vllm_service_instances": [
+                    {"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}
+                ],
             },
             "children": {
                 "inference_hosts": {"hosts": {host.name: {"ansible_host": host.address} for host in hosts}},
@@ -254,8 +262,8 @@ def timed(argv, log_path, **kwargs):
     return elapsed, output
 
 
-def ansible_env(workdir, run_name, forks):
-    return dict(
+def ansible_env(workdir, run_name, forks, profile=False):
+    env = dict(
         os.environ,
         ANSIBLE_FORKS=str(forks),
         ANSIBLE_NOCOLOR="1",
@@ -264,6 +272,9 @@ def ansible_env(workdir, run_name, forks):
         ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(workdir, "facts", run_name),
         ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(workdir, "cp", run_name),
     )
+    if profile:
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.builtin.profile_tasks"
+    return env
 
 
 def count_torch_builds(hosts, identity):
@@ -304,7 +315,7 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
     with hosts_running(workdir, lower, count, identity) as hosts:
         inventory = os.path.join(workdir, name + ".json")
         write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
-        env = ansible_env(workdir, name, args.forks)
+        env = ansible_env(workdir, name, args.forks, args.profile)
         prepare(inventory, env, logs, name)
         for phase in ("first", "rerun"):
             elapsed, output = timed(
@@ -388,7 +399,9 @@ def table(results):
     for result in results:
         by_count.setdefault(result["hosts"], {})[result["tool"]] = result
     lines.append("")
-    lines.append("%5s %22s %22s %22s" % ("hosts", "ansible rerun/first", "script/ansible first", "script/ansible rerun"))
+    lines.append(
+        "%5s %22s %22s %22s" % ("hosts", "ansible rerun/first", "script/ansible first", "script/ansible rerun")
+    )
     for count, pair in sorted(by_count.items()):
         ansible = pair.get("ansible")
         script = pair.get("shell script")
@@ -409,6 +422,7 @@ def main(argv=None):
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 4, 16], help="host counts to run (default: 1 4 16)")
     parser.add_argument("--forks", type=int, default=20, help="ansible forks (default: 20, as in ansible.cfg)")
     parser.add_argument("--tools", nargs="+", choices=["ansible", "script"], default=["ansible", "script"])
+    parser.add_argument("--profile", action="store_true", help="time every task (profile_tasks) in the ansible logs")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-scale"))
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -437,7 +451,16 @@ def main(argv=None):
         with Network():
             served = json.loads(
                 run(
-                    [sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "serve", mirror_dir, "--workdir", workdir, "--bind", BRIDGE_ADDRESS],
+                    [
+                        sys.executable,
+                        os.path.join(VM_TOOLS, "vmctl.py"),
+                        "serve",
+                        mirror_dir,
+                        "--workdir",
+                        workdir,
+                        "--bind",
+                        BRIDGE_ADDRESS,
+                    ],
                     capture_output=True,
                 ).stdout
             )
@@ -448,11 +471,17 @@ def main(argv=None):
                     if "script" in args.tools:
                         results.append(bench_script(args, workdir, lower, identity, served["guest_url"], count))
             finally:
-                subprocess.run([sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "unserve", "--workdir", workdir], capture_output=True, check=False)  # noqa: S603
+                subprocess.run(
+                    [sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "unserve", "--workdir", workdir],
+                    capture_output=True,
+                    check=False,
+                )  # noqa: S603
     finally:
         subprocess.run(["umount", "--lazy", lower], capture_output=True, check=False)  # noqa: S607
         with open(os.path.join(workdir, "results.json"), "w") as handle:
-            json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "nproc": os.cpu_count(), "results": results}, handle, indent=2)
+            json.dump(
+                {"date": time.strftime("%Y-%m-%d %H:%M"), "nproc": os.cpu_count(), "results": results}, handle, indent=2
+            )
     print(table(results))
     return 0
 
