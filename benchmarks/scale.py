@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -91,6 +92,7 @@ class Host:
         self.name = "ibench-%d" % index
         self.index = index
         self.address = host_address(index)
+        self.veth = "vb-%d" % index
         self.dir = os.path.join(workdir, "hosts", self.name)
         self.lower = lower
         self.public_key = public_key
@@ -132,9 +134,8 @@ class Host:
         run(["chroot", self.root, "chown", "-R", "ansible:ansible", "/home/ansible/.ssh"])
         run(["chroot", self.root, "ssh-keygen", "-A"], capture_output=True)
         run(["ip", "netns", "add", self.name])
-        veth = "vb-%d" % self.index
-        run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", self.name])
-        run(["ip", "link", "set", veth, "master", BRIDGE, "up"])
+        run(["ip", "link", "add", self.veth, "type", "veth", "peer", "name", "eth0", "netns", self.name])
+        run(["ip", "link", "set", self.veth, "master", BRIDGE, "up"])
         for command in (
             ["addr", "add", self.address + "/16", "dev", "eth0"],
             ["link", "set", "eth0", "up"],
@@ -191,6 +192,8 @@ class Host:
 
     def cleanup(self):
         subprocess.run(["umount", "--lazy", self.root], capture_output=True, check=False)  # noqa: S603,S607
+        # The kernel frees a deleted namespace, and the veth end inside it, asynchronously: delete the pair now.
+        subprocess.run(["ip", "link", "del", self.veth], capture_output=True, check=False)  # noqa: S603,S607
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)  # noqa: S603,S607
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -250,16 +253,23 @@ def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
         json.dump(inventory, handle, indent=2)
 
 
+def children_cpu_seconds():
+    """CPU time of the waited-for children: the controller side (ansible-playbook, its forks, ssh clients)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(argv, log_path, **kwargs):
-    started = time.monotonic()
+    """Runs argv to completion; returns wall seconds, controller CPU seconds and the output."""
+    started, cpu_started = time.monotonic(), children_cpu_seconds()
     with open(log_path, "w") as log:
         result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False, text=True, **kwargs)  # noqa: S603
-    elapsed = time.monotonic() - started
+    elapsed, cpu = time.monotonic() - started, children_cpu_seconds() - cpu_started
     with open(log_path) as log:
         output = log.read()
     if result.returncode != 0:
         raise RuntimeError("%s failed (exit %d), see %s" % (argv[0], result.returncode, log_path))
-    return elapsed, output
+    return elapsed, cpu, output
 
 
 def ansible_env(workdir, run_name, forks, profile=False):
@@ -318,15 +328,20 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
         env = ansible_env(workdir, name, args.forks, args.profile)
         prepare(inventory, env, logs, name)
         for phase in ("first", "rerun"):
-            elapsed, output = timed(
+            elapsed, cpu, output = timed(
                 [ansible_playbook, "-i", inventory, "site.yml"],
                 os.path.join(logs, "%s-%s.log" % (name, phase)),
                 cwd=ROOT,
                 env=env,
             )
             recap = parse_recap(output)
-            result[phase] = {"seconds": round(elapsed, 1), "tasks": recap["ok"], "changed": recap["changed"]}
-            print("  %s %s: %.1f s, %s" % (name, phase, elapsed, recap), flush=True)
+            result[phase] = {
+                "seconds": round(elapsed, 1),
+                "controller_cpu": round(cpu, 1),
+                "tasks": recap["ok"],
+                "changed": recap["changed"],
+            }
+            print("  %s %s: %.1f s, controller CPU %.1f s, %s" % (name, phase, elapsed, cpu, recap), flush=True)
         result["torch_builds"] = count_torch_builds(hosts, identity)
     return result
 
@@ -342,8 +357,7 @@ def bench_script(args, workdir, lower, identity, mirror_url, count):
         script = os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")
         for phase in ("first", "rerun"):
             log_path = os.path.join(logs, "%s-%s.log" % (name, phase))
-            started = time.monotonic()
-            builds = 0
+            started, cpu_started = time.monotonic(), children_cpu_seconds()
             with open(log_path, "w") as log:
                 for host in hosts:
                     with open(script) as stdin:
@@ -364,37 +378,49 @@ def bench_script(args, workdir, lower, identity, mirror_url, count):
                             stdout=log,
                             stderr=subprocess.STDOUT,
                         )
-            elapsed = time.monotonic() - started
+            elapsed, cpu = time.monotonic() - started, children_cpu_seconds() - cpu_started
             with open(log_path) as log:
                 builds = log.read().count("field-guide: built torch")
-            result[phase] = {"seconds": round(elapsed, 1), "torch_builds": builds}
-            print("  %s %s: %.1f s, %d torch builds" % (name, phase, elapsed, builds), flush=True)
+            result[phase] = {"seconds": round(elapsed, 1), "controller_cpu": round(cpu, 1), "torch_builds": builds}
+            print(
+                "  %s %s: %.1f s, controller CPU %.1f s, %d torch builds" % (name, phase, elapsed, cpu, builds),
+                flush=True,
+            )
         result["torch_builds"] = result["first"]["torch_builds"] + result["rerun"]["torch_builds"]
     return result
 
 
 def table(results):
+    """Wall time, controller CPU, tasks and changed per run; then the ratios per host count."""
+    header = "%-13s %5s %5s | %9s %8s %6s %7s | %9s %8s %6s %7s | %5s"
     lines = [
-        "%-13s %5s %5s %10s %7s %8s %10s %7s %8s %12s"
-        % ("tool", "hosts", "forks", "first [s]", "tasks", "changed", "rerun [s]", "tasks", "changed", "torch builds")
+        header % ("", "", "", "first", "", "", "", "rerun", "", "", "", "torch"),
+        header
+        % (
+            "tool",
+            "hosts",
+            "forks",
+            "wall [s]",
+            "ctl cpu",
+            "tasks",
+            "changed",
+            "wall [s]",
+            "ctl cpu",
+            "tasks",
+            "changed",
+            "builds",
+        ),
     ]
     for result in results:
-        first, rerun = result["first"], result["rerun"]
-        lines.append(
-            "%-13s %5d %5s %10.1f %7s %8s %10.1f %7s %8s %12d"
-            % (
-                result["tool"],
-                result["hosts"],
-                result["forks"],
-                first["seconds"],
-                first.get("tasks", "-"),
-                first.get("changed", "-"),
-                rerun["seconds"],
-                rerun.get("tasks", "-"),
-                rerun.get("changed", "-"),
-                result["torch_builds"],
-            )
-        )
+        row = [result["tool"], result["hosts"], result["forks"]]
+        for phase in (result["first"], result["rerun"]):
+            row += [
+                "%.1f" % phase["seconds"],
+                "%.1f" % phase["controller_cpu"] if "controller_cpu" in phase else "-",
+                phase.get("tasks", "-"),
+                phase.get("changed", "-"),
+            ]
+        lines.append(header % (*row, result["torch_builds"]))
     by_count = {}
     for result in results:
         by_count.setdefault(result["hosts"], {})[result["tool"]] = result
@@ -430,6 +456,8 @@ def main(argv=None):
     if shutil.which("systemd-nspawn") is None:
         parser.error("systemd-nspawn is missing: apt-get install systemd-container")
 
+    # A plain kill still stops the hosts and removes the mounts, namespaces and bridge.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     workdir = os.path.abspath(args.workdir)
     shutil.rmtree(os.path.join(workdir, "logs"), ignore_errors=True)
     os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)

@@ -9,6 +9,7 @@ apt_packages=(
   python3-venv git openssh-client rsync   # venv, ansible-test's file listing, molecule's SSH
   qemu-system-x86 qemu-utils debootstrap  # the molecule guest
   apt-utils gnupg socat                   # the fixture mirror's indexes and signatures; the air-gapped guest's forward
+  systemd-container iproute2              # benchmarks/scale.py's lightweight hosts
 )
 missing=()
 for package in "${apt_packages[@]}"; do

@@ -1,0 +1,100 @@
+"""The pure parts of benchmarks/scale.py: recap parsing, the inventory it writes, the report table."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SPEC = importlib.util.spec_from_file_location("scale", os.path.join(ROOT, "benchmarks", "scale.py"))
+scale = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(scale)
+
+RECAP_TEXT = """
+PLAY RECAP *********************************************************************
+ibench-1                   : ok=97   changed=0    unreachable=0    failed=0    skipped=18   rescued=0    ignored=0
+ibench-2                   : ok=90   changed=2    unreachable=0    failed=1    skipped=20   rescued=0    ignored=0
+"""
+
+
+def test_parse_recap_sums_over_hosts():
+    assert scale.parse_recap(RECAP_TEXT) == {"hosts": 2, "ok": 187, "changed": 2, "failed": 1, "unreachable": 0}
+
+
+def test_parse_recap_without_recap_counts_nothing():
+    assert scale.parse_recap("ERROR! the playbook could not be found")["hosts"] == 0
+
+
+class FakeHost:
+    def __init__(self, index):
+        self.name = "ibench-%d" % index
+        self.address = scale.host_address(index)
+
+
+def test_inventory_puts_every_host_in_inference_and_the_first_in_build_hosts(tmp_path):
+    path = tmp_path / "inventory.json"
+    scale.write_inventory(str(path), [FakeHost(i) for i in (1, 2, 3)], "/key", "http://10.231.0.1:8080", "/wheels")
+    listing = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(path), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    inventory = json.loads(listing.stdout)
+    assert inventory["inference_hosts"]["hosts"] == ["ibench-1", "ibench-2", "ibench-3"]
+    assert inventory["build_hosts"]["hosts"] == ["ibench-1"]
+    host_vars = inventory["_meta"]["hostvars"]["ibench-3"]
+    assert host_vars["ansible_host"] == "10.231.0.13"
+    assert host_vars["rocm_repo_base_url"] == "http://10.231.0.1:8080"
+    assert host_vars["pytorch_pip_args"][-2:] == ["--trusted-host", "10.231.0.1"]
+
+
+RESULTS = [
+    {
+        "tool": "ansible",
+        "hosts": 4,
+        "forks": 20,
+        "first": {"seconds": 100.0, "controller_cpu": 60.0, "tasks": 400, "changed": 100},
+        "rerun": {"seconds": 40.0, "tasks": 380, "changed": 0},
+        "torch_builds": 1,
+    },
+    {
+        "tool": "shell script",
+        "hosts": 4,
+        "forks": 1,
+        "first": {"seconds": 50.0, "torch_builds": 4},
+        "rerun": {"seconds": 80.0, "torch_builds": 4},
+        "torch_builds": 8,
+    },
+]
+
+
+def test_table_reports_the_ratios():
+    report = scale.table(RESULTS)
+    assert report.splitlines()[-1].split() == ["4", "0.40", "0.50", "2.00"]
+    script_row = next(line for line in report.splitlines() if line.startswith("shell script"))
+    assert script_row.replace("|", " ").split() == [
+        "shell",
+        "script",
+        "4",
+        "1",
+        "50.0",
+        "-",
+        "-",
+        "-",
+        "80.0",
+        "-",
+        "-",
+        "-",
+        "8",
+    ]
+
+
+def test_table_without_the_script_leaves_its_ratios_out():
+    assert scale.table(RESULTS[:1]).splitlines()[-1].split() == ["4", "0.40", "-", "-"]
+
+
+def test_field_guide_script_parses():
+    subprocess.run([shutil.which("bash"), "-n", os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")], check=True)
