@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The baseline benchmarks/scale.py measures instinct.stack against: the per-host script a user writes
 # from the field guides (AMD's "Ubuntu native installation" for ROCm, PyTorch's and vLLM's "build from
 # source for ROCm" pages), doing the same steps as site.yml on one host. Run on the host as root:

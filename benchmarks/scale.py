@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """site.yml's first converge and no-op rerun against 1, 4 and 16 hosts, next to the per-host shell script.
 
 Each host is a systemd-nspawn container booted from the molecule guest image (systemd as PID 1, sshd,
