@@ -272,14 +272,17 @@ def timed(argv, log_path, **kwargs):
 
 
 def ansible_env(workdir, run_name, forks, profile=False):
+    """Each run set starts from an empty fact cache, controller wheel cache and ssh control socket directory."""
+    state = {part: os.path.join(workdir, part, run_name) for part in ("facts", "cp", "controller-wheels")}
+    for path in state.values():
+        shutil.rmtree(path, ignore_errors=True)
     env = dict(
         os.environ,
         ANSIBLE_FORKS=str(forks),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_HOST_KEY_CHECKING="False",
-        # Each run set starts with an empty fact cache and its own ssh control sockets.
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(workdir, "facts", run_name),
-        ANSIBLE_SSH_CONTROL_PATH_DIR=os.path.join(workdir, "cp", run_name),
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=state["facts"],
+        ANSIBLE_SSH_CONTROL_PATH_DIR=state["cp"],
     )
     if profile:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.builtin.profile_tasks"
