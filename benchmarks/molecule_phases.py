@@ -13,7 +13,20 @@ import sys
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PHASE = re.compile(r"➜ (\w+): Executing")
 TOTAL = re.compile(r"\(\d+:\d+:\d+\.\d+\)\s+(\d+):(\d+):(\d+\.\d+)")
-RECAP = re.compile(r"(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
+RECAP = re.compile(
+    r"(?P<host>\S+)\s+: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
+    r"failed=(?P<failed>\d+)"
+)
+
+
+def recap_totals(text):
+    """Sums the PLAY RECAP lines in text over hosts: ok (tasks run, changed included), changed, unreachable, failed."""
+    totals = {"hosts": 0, "ok": 0, "changed": 0, "unreachable": 0, "failed": 0}
+    for match in RECAP.finditer(text):
+        totals["hosts"] += 1
+        for field in ("ok", "changed", "unreachable", "failed"):
+            totals[field] += int(match.group(field))
+    return totals
 
 
 def phases(text):
@@ -22,10 +35,8 @@ def phases(text):
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         totals = TOTAL.findall(body)
         seconds = int(totals[-1][0]) * 3600 + int(totals[-1][1]) * 60 + float(totals[-1][2]) if totals else None
-        recaps = RECAP.findall(body)
-        ok = sum(int(r[1]) for r in recaps)
-        changed = sum(int(r[2]) for r in recaps)
-        yield name, seconds, ok, changed, len(recaps)
+        recap = recap_totals(body)
+        yield name, seconds, recap["ok"], recap["changed"], recap["hosts"]
 
 
 def main(path):

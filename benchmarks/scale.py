@@ -22,13 +22,14 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import resource
 import shutil
 import signal
 import subprocess
 import sys
 import time
+
+from molecule_phases import recap_totals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
@@ -44,11 +45,6 @@ SSH_OPTIONS = [
     "-o",
     "LogLevel=ERROR",
 ]
-RECAP = re.compile(
-    r"^(?P<host>\S+)\s+: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
-    r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)",
-    re.MULTILINE,
-)
 API_KEY = "benchmark-key-not-secret"
 
 
@@ -58,16 +54,6 @@ def run(argv, **kwargs):
 
 def host_address(index):
     return "10.231.0.%d" % (10 + index)
-
-
-def parse_recap(text):
-    """Sums PLAY RECAP lines over hosts: ok (tasks run, changed included), changed, failed, unreachable."""
-    totals = {"hosts": 0, "ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
-    for match in RECAP.finditer(text):
-        totals["hosts"] += 1
-        for field in ("ok", "changed", "failed", "unreachable"):
-            totals[field] += int(match.group(field))
-    return totals
 
 
 class Network:
@@ -163,13 +149,17 @@ class Host:
             start_new_session=True,
         )
 
+    def ssh(self, identity, *remote):
+        """The ssh command line that runs remote on this host as the ansible user."""
+        return ["ssh", "-i", identity, *SSH_OPTIONS, "-o", "ConnectTimeout=5", "ansible@" + self.address, *remote]
+
     def wait_for_ssh(self, identity, timeout_s=180):
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError("%s exited while booting, see %s/console.log" % (self.name, self.dir))
             probe = subprocess.run(  # noqa: S603
-                ["ssh", "-i", identity, *SSH_OPTIONS, "-o", "ConnectTimeout=2", "ansible@" + self.address, "true"],  # noqa: S607
+                self.ssh(identity, "true"),
                 capture_output=True,
                 check=False,
             )
@@ -293,14 +283,10 @@ def count_torch_builds(hosts, identity):
     builds = 0
     for host in hosts:
         listing = subprocess.run(  # noqa: S603
-            [  # noqa: S607
-                "ssh",
-                "-i",
+            host.ssh(
                 identity,
-                *SSH_OPTIONS,
-                "ansible@" + host.address,
                 "sudo find /var/cache/instinct-stack/wheels/pytorch -mindepth 2 -maxdepth 2 -name build-info.json",
-            ],
+            ),
             capture_output=True,
             text=True,
             check=False,
@@ -336,7 +322,7 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
                 cwd=ROOT,
                 env=env,
             )
-            recap = parse_recap(output)
+            recap = recap_totals(output)
             result[phase] = {
                 "seconds": round(elapsed, 1),
                 "controller_cpu": round(cpu, 1),
@@ -364,18 +350,7 @@ def bench_script(args, workdir, lower, identity, mirror_url, count):
                 for host in hosts:
                     with open(script) as stdin:
                         run(
-                            [
-                                "ssh",
-                                "-i",
-                                identity,
-                                *SSH_OPTIONS,
-                                "ansible@" + host.address,
-                                "sudo",
-                                "MIRROR=" + mirror_url,
-                                "VLLM_API_KEY=" + API_KEY,
-                                "bash",
-                                "-s",
-                            ],
+                            host.ssh(identity, "sudo", "MIRROR=" + mirror_url, "VLLM_API_KEY=" + API_KEY, "bash", "-s"),
                             stdin=stdin,
                             stdout=log,
                             stderr=subprocess.STDOUT,

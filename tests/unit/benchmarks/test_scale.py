@@ -1,4 +1,4 @@
-"""The pure parts of benchmarks/scale.py: recap parsing, the inventory it writes, the report table."""
+"""The pure parts of the benchmark scripts: recap parsing, the inventory scale.py writes, its report table."""
 
 import importlib.util
 import json
@@ -8,6 +8,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# The benchmarks are scripts, not a package: they import each other from their own directory.
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import molecule_phases  # noqa: E402
+
 SPEC = importlib.util.spec_from_file_location("scale", os.path.join(ROOT, "benchmarks", "scale.py"))
 scale = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(scale)
@@ -19,12 +23,31 @@ ibench-2                   : ok=90   changed=2    unreachable=0    failed=1    s
 """
 
 
-def test_parse_recap_sums_over_hosts():
-    assert scale.parse_recap(RECAP_TEXT) == {"hosts": 2, "ok": 187, "changed": 2, "failed": 1, "unreachable": 0}
+def test_recap_totals_sum_over_hosts():
+    assert molecule_phases.recap_totals(RECAP_TEXT) == {
+        "hosts": 2,
+        "ok": 187,
+        "changed": 2,
+        "failed": 1,
+        "unreachable": 0,
+    }
 
 
-def test_parse_recap_without_recap_counts_nothing():
-    assert scale.parse_recap("ERROR! the playbook could not be found")["hosts"] == 0
+def test_recap_totals_without_recap_count_nothing():
+    assert molecule_phases.recap_totals("ERROR! the playbook could not be found")["hosts"] == 0
+
+
+MOLECULE_LOG = """\x1b[36mINFO    \x1b[0m default \u279c idempotence: Executing
+  \u2502 Wednesday 02 December 2026  14:49:00 +0000 (0:00:00.020)       0:00:10.000
+  \u2502 PLAY RECAP
+  \u2502 instinct-debian12          : ok=73   changed=0    unreachable=0    failed=0
+  \u2502   skipped=15   rescued=0    ignored=0
+  \u2502 Wednesday 02 December 2026  14:52:20 +0000 (0:00:00.020)       0:03:11.100
+"""
+
+
+def test_molecule_phases_reads_a_wrapped_recap_and_the_running_total():
+    assert list(molecule_phases.phases(MOLECULE_LOG)) == [("idempotence", 191.1, 73, 0, 1)]
 
 
 class FakeHost:
