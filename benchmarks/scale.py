@@ -32,6 +32,7 @@ import time
 from molecule_phases import recap_totals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
 BRIDGE = "instbench0"
 BRIDGE_ADDRESS = "10.231.0.1"
@@ -57,7 +58,7 @@ def host_address(index):
 
 
 class Network:
-    """A bridge on this machine with the mirror server, and one network namespace per host."""
+    """The bridge on this machine that the hosts' network namespaces and the mirror server share."""
 
     def __enter__(self):
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)  # noqa: S607
@@ -248,17 +249,25 @@ def children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(argv, log_path, **kwargs):
-    """Runs argv to completion; returns wall seconds, controller CPU seconds and the output."""
+@contextlib.contextmanager
+def measured():
+    """Measures the block: wall seconds and controller CPU seconds, rounded, in the dict it yields."""
+    figures = {}
     started, cpu_started = time.monotonic(), children_cpu_seconds()
-    with open(log_path, "w") as log:
+    yield figures
+    figures["seconds"] = round(time.monotonic() - started, 1)
+    figures["controller_cpu"] = round(children_cpu_seconds() - cpu_started, 1)
+
+
+def timed(argv, log_path, **kwargs):
+    """Runs argv to completion; returns its measured() figures and its output."""
+    with measured() as figures, open(log_path, "w") as log:
         result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False, text=True, **kwargs)  # noqa: S603
-    elapsed, cpu = time.monotonic() - started, children_cpu_seconds() - cpu_started
     with open(log_path) as log:
         output = log.read()
     if result.returncode != 0:
         raise RuntimeError("%s failed (exit %d), see %s" % (argv[0], result.returncode, log_path))
-    return elapsed, cpu, output
+    return figures, output
 
 
 def ansible_env(workdir, run_name, forks, profile=False):
@@ -295,58 +304,48 @@ def count_torch_builds(hosts, identity):
     return builds
 
 
-def prepare(inventory, env, logs, name):
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    timed(
-        [ansible_playbook, "-i", inventory, os.path.join(ROOT, "molecule", "shared", "prepare.yml")],
-        os.path.join(logs, name + "-prepare.log"),
-        cwd=ROOT,
-        env=env,
-    )
-
-
-def bench_ansible(args, workdir, lower, identity, mirror_url, count):
-    name = "ansible-%d" % count
-    logs = os.path.join(workdir, "logs")
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    result = {"tool": "ansible", "hosts": count, "forks": args.forks}
+@contextlib.contextmanager
+def prepared_hosts(args, workdir, lower, identity, mirror_url, name, count):
+    """Boots count fresh hosts and points them at the mirror (untimed); yields the hosts, inventory and env."""
     with hosts_running(workdir, lower, count, identity) as hosts:
         inventory = os.path.join(workdir, name + ".json")
         write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
         env = ansible_env(workdir, name, args.forks, args.profile)
-        prepare(inventory, env, logs, name)
+        timed(
+            [ANSIBLE_PLAYBOOK, "-i", inventory, os.path.join(ROOT, "molecule", "shared", "prepare.yml")],
+            os.path.join(workdir, "logs", name + "-prepare.log"),
+            cwd=ROOT,
+            env=env,
+        )
+        yield hosts, inventory, env
+
+
+def bench_ansible(args, workdir, lower, identity, mirror_url, count):
+    name = "ansible-%d" % count
+    result = {"tool": "ansible", "hosts": count, "forks": args.forks}
+    with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, inventory, env):
         for phase in ("first", "rerun"):
-            elapsed, cpu, output = timed(
-                [ansible_playbook, "-i", inventory, "site.yml"],
-                os.path.join(logs, "%s-%s.log" % (name, phase)),
+            figures, output = timed(
+                [ANSIBLE_PLAYBOOK, "-i", inventory, "site.yml"],
+                os.path.join(workdir, "logs", "%s-%s.log" % (name, phase)),
                 cwd=ROOT,
                 env=env,
             )
             recap = recap_totals(output)
-            result[phase] = {
-                "seconds": round(elapsed, 1),
-                "controller_cpu": round(cpu, 1),
-                "tasks": recap["ok"],
-                "changed": recap["changed"],
-            }
-            print("  %s %s: %.1f s, controller CPU %.1f s, %s" % (name, phase, elapsed, cpu, recap), flush=True)
+            result[phase] = dict(figures, tasks=recap["ok"], changed=recap["changed"])
+            print("  %s %s: %s, %s" % (name, phase, figures, recap), flush=True)
         result["torch_builds"] = count_torch_builds(hosts, identity)
     return result
 
 
 def bench_script(args, workdir, lower, identity, mirror_url, count):
     name = "script-%d" % count
-    logs = os.path.join(workdir, "logs")
     result = {"tool": "shell script", "hosts": count, "forks": 1}
-    with hosts_running(workdir, lower, count, identity) as hosts:
-        inventory = os.path.join(workdir, name + ".json")
-        write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
-        prepare(inventory, ansible_env(workdir, name, args.forks), logs, name)
-        script = os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")
+    script = os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")
+    with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, _inventory, _env):
         for phase in ("first", "rerun"):
-            log_path = os.path.join(logs, "%s-%s.log" % (name, phase))
-            started, cpu_started = time.monotonic(), children_cpu_seconds()
-            with open(log_path, "w") as log:
+            log_path = os.path.join(workdir, "logs", "%s-%s.log" % (name, phase))
+            with measured() as figures, open(log_path, "w") as log:
                 for host in hosts:
                     with open(script) as stdin:
                         run(
@@ -355,14 +354,10 @@ def bench_script(args, workdir, lower, identity, mirror_url, count):
                             stdout=log,
                             stderr=subprocess.STDOUT,
                         )
-            elapsed, cpu = time.monotonic() - started, children_cpu_seconds() - cpu_started
             with open(log_path) as log:
-                builds = log.read().count("field-guide: built torch")
-            result[phase] = {"seconds": round(elapsed, 1), "controller_cpu": round(cpu, 1), "torch_builds": builds}
-            print(
-                "  %s %s: %.1f s, controller CPU %.1f s, %d torch builds" % (name, phase, elapsed, cpu, builds),
-                flush=True,
-            )
+                figures["torch_builds"] = log.read().count("field-guide: built torch")
+            result[phase] = figures
+            print("  %s %s: %s" % (name, phase, figures), flush=True)
         result["torch_builds"] = result["first"]["torch_builds"] + result["rerun"]["torch_builds"]
     return result
 
@@ -480,7 +475,7 @@ def main(argv=None):
                     [sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "unserve", "--workdir", workdir],
                     capture_output=True,
                     check=False,
-                )  # noqa: S603
+                )
     finally:
         subprocess.run(["umount", "--lazy", lower], capture_output=True, check=False)  # noqa: S607
         with open(os.path.join(workdir, "results.json"), "w") as handle:
