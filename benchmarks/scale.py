@@ -34,18 +34,12 @@ from molecule_phases import recap_totals
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
-BRIDGE = "instbench0"
+# The molecule scenarios' machine helper starts the hosts here too.
+sys.path.insert(0, VM_TOOLS)
+from nspawnctl import SSH_OPTIONS, Bridge, ImageMount, Machine  # noqa: E402
+
 BRIDGE_ADDRESS = "10.231.0.1"
-SSH_OPTIONS = [
-    "-o",
-    "StrictHostKeyChecking=no",
-    "-o",
-    "UserKnownHostsFile=/dev/null",
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "LogLevel=ERROR",
-]
+BRIDGE = Bridge("instbench0", BRIDGE_ADDRESS + "/16")
 API_KEY = "benchmark-key-not-secret"
 
 
@@ -57,142 +51,14 @@ def host_address(index):
     return "10.231.0.%d" % (10 + index)
 
 
-class Network:
-    """The bridge on this machine that the hosts' network namespaces and the mirror server share."""
-
-    def __enter__(self):
-        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)  # noqa: S607
-        run(["ip", "link", "add", BRIDGE, "type", "bridge"])
-        run(["ip", "addr", "add", BRIDGE_ADDRESS + "/16", "dev", BRIDGE])
-        run(["ip", "link", "set", BRIDGE, "up"])
-        return self
-
-    def __exit__(self, *exc):
-        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)  # noqa: S607
-
-
-class Host:
-    """One systemd-nspawn container on an overlay of the guest image."""
-
-    def __init__(self, workdir, lower, index, public_key):
-        self.name = "ibench-%d" % index
-        self.index = index
-        self.address = host_address(index)
-        self.veth = "vb-%d" % index
-        self.dir = os.path.join(workdir, "hosts", self.name)
-        self.lower = lower
-        self.public_key = public_key
-        self.process = None
-
-    @property
-    def root(self):
-        return os.path.join(self.dir, "root")
-
-    def _write(self, path, content, mode=0o644):
-        target = os.path.join(self.root, path.lstrip("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w") as handle:
-            handle.write(content)
-        os.chmod(target, mode)
-
-    def start(self):
-        self.cleanup()
-        for part in ("upper", "work", "root"):
-            os.makedirs(os.path.join(self.dir, part))
-        run(
-            [
-                "mount",
-                "-t",
-                "overlay",
-                "overlay",
-                "-o",
-                "lowerdir=%s,upperdir=%s/upper,workdir=%s/work" % (self.lower, self.dir, self.dir),
-                self.root,
-            ]
-        )
-        self._write("/etc/hostname", self.name + "\n")
-        self._write("/etc/hosts", "127.0.0.1 localhost\n127.0.1.1 %s\n" % self.name)
-        self._write(
-            "/etc/systemd/network/05-instinct-bench.network",
-            "[Match]\nName=eth0\n\n[Network]\nAddress=%s/16\nGateway=%s\n" % (self.address, BRIDGE_ADDRESS),
-        )
-        self._write("/home/ansible/.ssh/authorized_keys", self.public_key, mode=0o600)
-        run(["chroot", self.root, "chown", "-R", "ansible:ansible", "/home/ansible/.ssh"])
-        run(["chroot", self.root, "ssh-keygen", "-A"], capture_output=True)
-        run(["ip", "netns", "add", self.name])
-        run(["ip", "link", "add", self.veth, "type", "veth", "peer", "name", "eth0", "netns", self.name])
-        run(["ip", "link", "set", self.veth, "master", BRIDGE, "up"])
-        for command in (
-            ["addr", "add", self.address + "/16", "dev", "eth0"],
-            ["link", "set", "eth0", "up"],
-            ["link", "set", "lo", "up"],
-            ["route", "add", "default", "via", BRIDGE_ADDRESS],
-        ):
-            run(["ip", "-n", self.name, *command])
-        log = open(os.path.join(self.dir, "console.log"), "wb")  # noqa: SIM115 - handed to nspawn
-        self.process = subprocess.Popen(  # noqa: S603
-            [  # noqa: S607
-                "systemd-nspawn",
-                "--quiet",
-                "--directory",
-                self.root,
-                "--boot",
-                "--register=no",
-                "--keep-unit",
-                "--machine",
-                self.name,
-                "--network-namespace-path=/run/netns/" + self.name,
-                "--console=passive",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-
-    def ssh(self, identity, *remote):
-        """The ssh command line that runs remote on this host as the ansible user."""
-        return ["ssh", "-i", identity, *SSH_OPTIONS, "-o", "ConnectTimeout=5", "ansible@" + self.address, *remote]
-
-    def wait_for_ssh(self, identity, timeout_s=180):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("%s exited while booting, see %s/console.log" % (self.name, self.dir))
-            probe = subprocess.run(  # noqa: S603
-                self.ssh(identity, "true"),
-                capture_output=True,
-                check=False,
-            )
-            if probe.returncode == 0:
-                return
-            time.sleep(1)
-        raise RuntimeError("%s did not answer ssh in %d s, see %s/console.log" % (self.name, timeout_s, self.dir))
-
-    def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            # nspawn turns SIGTERM into an orderly shutdown of the container's systemd.
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.cleanup()
-
-    def cleanup(self):
-        subprocess.run(["umount", "--lazy", self.root], capture_output=True, check=False)  # noqa: S603,S607
-        # The kernel frees a deleted namespace, and the veth end inside it, asynchronously: delete the pair now.
-        subprocess.run(["ip", "link", "del", self.veth], capture_output=True, check=False)  # noqa: S603,S607
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)  # noqa: S603,S607
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def hosts_running(workdir, lower, count, identity):
     with open(identity + ".pub") as handle:
         public_key = handle.read()
-    hosts = [Host(workdir, lower, index, public_key) for index in range(1, count + 1)]
+    hosts = [
+        Machine("ibench-%d" % index, workdir, lower, host_address(index) + "/16", BRIDGE, public_key)
+        for index in range(1, count + 1)
+    ]
     try:
         for host in hosts:
             host.start()
@@ -442,13 +308,12 @@ def main(argv=None):
     if not os.path.exists(identity):
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", identity])
 
-    lower = os.path.join(workdir, "image")
-    os.makedirs(lower, exist_ok=True)
-    subprocess.run(["umount", lower], capture_output=True, check=False)  # noqa: S607
-    run(["mount", "-o", "loop,ro", os.path.join(image_dir, "disk.img"), lower])
+    image = ImageMount(image_dir, os.path.join(workdir, "image"))
+    image.unmount()
+    lower = image.mount()
     results = []
     try:
-        with Network():
+        with BRIDGE:
             served = json.loads(
                 run(
                     [
@@ -477,7 +342,7 @@ def main(argv=None):
                     check=False,
                 )
     finally:
-        subprocess.run(["umount", "--lazy", lower], capture_output=True, check=False)  # noqa: S607
+        image.unmount()
         with open(os.path.join(workdir, "results.json"), "w") as handle:
             json.dump(
                 {"date": time.strftime("%Y-%m-%d %H:%M"), "nproc": os.cpu_count(), "results": results}, handle, indent=2

@@ -1,14 +1,21 @@
-"""The air-gapped guest converged from the instinct-stack mirror alone, and can reach nothing else."""
+"""The air-gapped machine converged from the instinct-stack mirror alone, and can reach nothing else."""
 
 import json
 import os
+import urllib.parse
 
-MIRROR = "http://10.0.2.100"
+# An address outside this machine (TEST-NET-1, RFC 5737): with no route to it the request fails
+# inside the machine, before any packet is sent.
+OUTSIDE = "http://192.0.2.1/"
 
 
-def upstream_port():
-    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "mirror.json")) as handle:
-        return json.load(handle)["port"]
+def ephemeral(name):
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], name)) as handle:
+        return json.load(handle)
+
+
+def mirror_url():
+    return ephemeral("airgap-mirror.json")["guest_url"]
 
 
 def http_code(host, url):
@@ -16,22 +23,39 @@ def http_code(host, url):
 
 
 def test_mirror_is_reachable(host):
-    assert http_code(host, MIRROR + "/manifest.json") == "200"
+    assert http_code(host, mirror_url() + "/manifest.json") == "200"
 
 
-def test_nothing_else_is_reachable(host):
-    # The fixture mirror the air-gapped one was built from runs on the host, one hop away.
-    assert http_code(host, "http://10.0.2.2:%d/rocm/rocm.gpg.key" % upstream_port()) == "000"
-    assert host.run("curl -s -m 10 http://10.0.2.2:%d/" % upstream_port()).rc != 0
+def test_the_only_route_is_the_mirrors_address(host):
+    routes = json.loads(host.check_output("ip -j -4 route show table main"))
+    assert [route["dst"] for route in routes] == [urllib.parse.urlsplit(mirror_url()).hostname], routes
+    assert not any("gateway" in route for route in routes)
+    assert json.loads(host.check_output("ip -j -6 route show table main") or "[]") == []
+
+
+def test_an_outside_address_is_unreachable(host):
+    request = host.run("curl -sS -m 10 -o /dev/null %s", OUTSIDE)
+    assert request.rc == 7, (request.rc, request.stderr)  # curl: could not connect
+    probe = host.run("python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)\"")
+    assert probe.rc != 0 and "Network is unreachable" in probe.stderr, probe.stderr
+
+
+def test_the_upstream_fixture_mirror_is_unreachable(host):
+    # The mirror the air-gapped one was built from is served on this machine's loopback, one hop away.
+    upstream = ephemeral("mirror.json")
+    assert upstream["host_url"].startswith("http://127.0.0.1:")
+    bridge = urllib.parse.urlsplit(mirror_url()).hostname
+    assert http_code(host, "http://%s:%d/rocm/rocm.gpg.key" % (bridge, upstream["port"])) == "000"
 
 
 def test_every_source_is_the_mirror(host):
+    mirror = mirror_url()
     sources = host.file("/etc/apt/sources.list.d/rocm.sources").content_string
     uris = [line.split(": ", 1)[1] for line in sources.splitlines() if line.startswith("URIs:")]
-    assert uris and all(uri.startswith(MIRROR + "/") for uri in uris)
+    assert uris and all(uri.startswith(mirror + "/") for uri in uris)
     for checkout in ("pytorch", "triton", "vllm"):
         remote = host.check_output("sudo git -C /var/lib/instinct-stack/src/%s remote get-url origin", checkout)
-        assert remote.startswith(MIRROR + "/git/127.0.0.1/git/"), remote
+        assert remote.startswith(mirror + "/git/127.0.0.1/git/"), remote
 
 
 def test_stack_and_service_from_the_mirror(host):

@@ -2,7 +2,7 @@
 
     vmctl.py start NAME --workdir DIR --image-dir DIR [--memory MB] [--cpus N] [--accel auto|kvm|tcg]
     vmctl.py stop NAME --workdir DIR
-    vmctl.py serve DIRECTORY --workdir DIR      # HTTP on 127.0.0.1, reachable from guests as 10.0.2.2
+    vmctl.py serve DIRECTORY --workdir DIR [--bind IP] [--port N]   # HTTP on 127.0.0.1 (guests: 10.0.2.2)
     vmctl.py unserve --workdir DIR
 
 start prints the instance as JSON (instance, address, user, port, identity_file, accel): molecule's
@@ -267,7 +267,7 @@ def stop(args):
 def serve(args):
     pidfile = os.path.join(args.workdir, "%s.pid" % args.name)
     kill(pidfile)
-    port = free_port()
+    port = args.port or free_port()
     log = open(os.path.join(args.workdir, "%s.log" % args.name), "ab")  # noqa: SIM115 - handed to the server process
     server = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "http.server", "--bind", args.bind, "--directory", args.directory, str(port)],
@@ -333,6 +333,7 @@ def main(argv=None):
     serve_parser.add_argument("--workdir", required=True)
     serve_parser.add_argument("--name", default="mirror", help="name of the server (its pid and log files)")
     serve_parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback)")
+    serve_parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     serve_parser.set_defaults(handler=serve)
     unserve_parser = commands.add_parser("unserve")
     unserve_parser.add_argument("--workdir", required=True)
