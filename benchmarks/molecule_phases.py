@@ -2,16 +2,22 @@
 
     scripts/test.sh                         # writes build/molecule-SCENARIO.log
     .venv/bin/python benchmarks/molecule_phases.py build/molecule-default.log
+    molecule test 2>&1 | .venv/bin/python benchmarks/molecule_phases.py --stamp LOG   # passes the output on
 
-Times come from the profile_tasks callback the scenarios enable (its running total at the end of each
-playbook); ok/changed come from each phase's PLAY RECAP, summed over hosts.
+With --stamp, every line goes on to stdout as it comes and into LOG behind the seconds since the start;
+a stamped log gives each phase's whole wall time (verify and molecule's own work included), from its
+"Executing" line to the next one. An unstamped log falls back to the profile_tasks callback the
+scenarios enable (its running total at the end of each playbook, so no figure for verify).
+ok/changed come from each phase's PLAY RECAP, summed over hosts.
 """
 
 import re
 import sys
+import time
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PHASE = re.compile(r"➜ (\w+): Executing")
+STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] ")
 TOTAL = re.compile(r"\(\d+:\d+:\d+\.\d+\)\s+(\d+):(\d+):(\d+\.\d+)")
 RECAP = re.compile(
     r"(?P<host>\S+)\s+: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
@@ -30,13 +36,38 @@ def recap_totals(text):
 
 
 def phases(text):
-    text = ANSI.sub("", text)
-    parts = PHASE.split(text)
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        totals = TOTAL.findall(body)
-        seconds = int(totals[-1][0]) * 3600 + int(totals[-1][1]) * 60 + float(totals[-1][2]) if totals else None
+    """(name, seconds, ok, changed, hosts) per phase; seconds from the stamps where the log has them."""
+    found = []  # [name, stamp of its "Executing" line, its lines]
+    stamp = None
+    for line in ANSI.sub("", text).splitlines():
+        stamped = STAMP.match(line)
+        if stamped:
+            stamp = float(stamped.group(1))
+        started = PHASE.search(line)
+        if started:
+            found.append((started.group(1), stamp, []))
+        elif found:
+            found[-1][2].append(line)
+    for index, (name, start, lines) in enumerate(found):
+        body = "\n".join(lines)
+        end = found[index + 1][1] if index + 1 < len(found) else stamp
+        if start is not None and end is not None:
+            seconds = round(end - start, 1)
+        else:
+            totals = TOTAL.findall(body)
+            seconds = int(totals[-1][0]) * 3600 + int(totals[-1][1]) * 60 + float(totals[-1][2]) if totals else None
         recap = recap_totals(body)
         yield name, seconds, recap["ok"], recap["changed"], recap["hosts"]
+
+
+def stamp_lines(source, sink, log):
+    """Copies source to sink line by line as it comes, and to log behind the seconds since the start."""
+    started = time.monotonic()
+    for line in source:
+        sink.write(line)
+        sink.flush()
+        log.write("[%8.1f] %s" % (time.monotonic() - started, line))
+        log.flush()
 
 
 def main(path):
@@ -48,4 +79,8 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--stamp":
+        with open(sys.argv[2], "w") as log_file:
+            stamp_lines(open(sys.stdin.fileno(), errors="replace", closefd=False), sys.stdout, log_file)  # noqa: SIM115
+    else:
+        main(sys.argv[1])

@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
 # The whole test suite: lint (ruff, yamllint, ansible-lint production profile, changelog),
-# ansible-test sanity, unit tests, then the molecule scenarios on a real VM.
-# INSTINCT_TEST_STAGES limits the stages (space separated), e.g. "lint unit".
+# ansible-test sanity, unit tests, then the molecule scenarios: cluster and airgapped on
+# systemd-nspawn machines, default on a qemu VM. Ends with each stage's time and the total.
+# INSTINCT_TEST_STAGES limits the stages (space separated), e.g. "lint unit"; "molecule:cluster"
+# runs one scenario.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+setup_start=$SECONDS
 scripts/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
 
 stages=${INSTINCT_TEST_STAGES:-lint sanity unit molecule}
 passed=0 failed=0 failures=()
+timings=("$(printf '%-24s %-6s %6d s' setup ok $((SECONDS - setup_start)))")
 stage() {
   local name=$1; shift
-  [[ " $stages " == *" ${name%%:*} "* ]] || return 0
+  [[ " $stages " == *" ${name%%:*} "* || " $stages " == *" $name "* ]] || return 0
   echo "=== $name: $*"
-  local start=$SECONDS
+  local start=$SECONDS result
   if "$@"; then
-    passed=$((passed + 1)); echo "=== $name passed ($((SECONDS - start)) s)"
+    passed=$((passed + 1)); result=passed
   else
-    failed=$((failed + 1)); failures+=("$name"); echo "=== $name FAILED ($((SECONDS - start)) s)"
+    failed=$((failed + 1)); failures+=("$name"); result=FAILED
   fi
+  echo "=== $name $result ($((SECONDS - start)) s)"
+  timings+=("$(printf '%-24s %-6s %6d s' "$name" "${result/passed/ok}" $((SECONDS - start)))")
 }
 
 sanity() {
@@ -31,19 +38,17 @@ sanity() {
   (cd "$dest" && git init -q && git add -A && ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --color no)
 }
 
-molecule_all() {
-  local scenario rc=0 log
+molecule_scenario() {
+  local scenario=$1 rc=0 log=build/molecule-$1.log
   mkdir -p build
-  for scenario in $(ls molecule | grep -v '^shared$'); do
-    [[ -f molecule/$scenario/molecule.yml ]] || continue
-    log=build/molecule-$scenario.log
-    molecule test -s "$scenario" 2>&1 | tee "$log"
-    ((PIPESTATUS[0] == 0)) || rc=1
-    # The scenarios give their services a canary API key: it must never reach Ansible's output.
-    if grep -q molecule-canary-key "$log"; then
-      echo "molecule $scenario: the API key appears in the output ($log)"; rc=1
-    fi
-  done
+  molecule test -s "$scenario" 2>&1 | python benchmarks/molecule_phases.py --stamp "$log"
+  ((PIPESTATUS[0] == 0)) || rc=1
+  # The scenarios give their services a canary API key: it must never reach Ansible's output.
+  if grep -q molecule-canary-key "$log"; then
+    echo "molecule $scenario: the API key appears in the output ($log)"; rc=1
+  fi
+  # Each phase's wall time, from the stamps in the log.
+  python benchmarks/molecule_phases.py "$log" || true
   return $rc
 }
 
@@ -54,9 +59,21 @@ stage "lint:ansible-lint" ansible-lint
 stage "lint:changelog" antsibull-changelog lint
 stage "sanity" sanity
 stage "unit" env PYTHONPATH="$PWD/collections" pytest
-stage "molecule" molecule_all
+# Every scenario in molecule/, the qemu one (default) last: the ones on systemd-nspawn machines fail fastest.
+scenarios=()
+for config in molecule/*/molecule.yml; do
+  scenario=$(basename "$(dirname "$config")")
+  [[ $scenario == default ]] || scenarios+=("$scenario")
+done
+[[ -f molecule/default/molecule.yml ]] && scenarios+=(default)
+for scenario in "${scenarios[@]}"; do
+  stage "molecule:$scenario" molecule_scenario "$scenario"
+done
 
 echo
+echo "=== times"
+printf '%s\n' "${timings[@]}"
+printf '%-24s %-6s %6d s (%d min %d s)\n' total "" $((SECONDS - started)) $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60))
 ((failed)) && echo "failed stages: ${failures[*]}"
 echo "stages: $passed passed, $failed failed"
 ((failed == 0))

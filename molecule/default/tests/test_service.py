@@ -70,4 +70,7 @@ def test_config_change_restarted_exactly_once(host):
     assert effect["before"] != effect["after"]
     assert effect["starts"] == 1
     assert '"--gpu-memory-utilization" "0.8"' in effect["exec_start"]
-    assert '"--gpu-memory-utilization" "0.9"' in host.file("/etc/systemd/system/" + UNIT).content_string
+    # The service runs the changed unit: the one on disk, and the one systemd loaded.
+    unit = host.file("/etc/systemd/system/" + UNIT).content_string
+    assert '"--gpu-memory-utilization" "0.8"' in unit and '"0.9"' not in unit
+    assert "0.8" in host.check_output("systemctl show -p ExecStart --value %s", UNIT)

@@ -121,3 +121,32 @@ def test_table_without_the_script_leaves_its_ratios_out():
 
 def test_field_guide_script_parses():
     subprocess.run([shutil.which("bash"), "-n", os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")], check=True)
+
+
+STAMPED_LOG = """[     0.0] INFO     cluster \u279c create: Executing
+[     0.4] PLAY RECAP
+[     0.4] localhost                  : ok=8    changed=5    unreachable=0    failed=0
+[    15.9] INFO     cluster \u279c verify: Executing
+[    16.0] ============================== 8 passed in 1.05s
+[    21.5] INFO     cluster \u279c destroy: Executing
+[    27.5] cluster \u279c destroy: Executed: Successful
+"""
+
+
+def test_molecule_phases_times_a_stamped_log_from_line_to_line():
+    # verify has no profile_tasks total: only the stamps time it.
+    assert list(molecule_phases.phases(STAMPED_LOG)) == [
+        ("create", 15.9, 8, 5, 1),
+        ("verify", 5.6, 0, 0, 0),
+        ("destroy", 6.0, 0, 0, 0),
+    ]
+
+
+def test_stamp_lines_passes_every_line_on_and_stamps_the_log():
+    import io
+
+    sink, log = io.StringIO(), io.StringIO()
+    molecule_phases.stamp_lines(io.StringIO("one\ntwo\n"), sink, log)
+    assert sink.getvalue() == "one\ntwo\n"
+    assert [molecule_phases.STAMP.sub("", line) for line in log.getvalue().splitlines()] == ["one", "two"]
+    assert all(molecule_phases.STAMP.match(line) for line in log.getvalue().splitlines())
