@@ -54,6 +54,8 @@ def cmd_rollout(args):
                 (entry["stack"] or {}).get("vllm", "-"),
             )
         )
+        if (entry.get("reboot") or {}).get("pending"):
+            print("    reboot pending: %s" % entry["reboot"]["reason"])
         for failure in entry["failures"]:
             print("    %s: %s" % (failure["task"], failure["msg"]))
     print("report: %s" % args.report)

@@ -10,6 +10,7 @@ from instinct_stack.collection import run_playbook
 
 _STACK_RECORD_TASK = "Read the installed stack's verification record"
 _GFX_ACTION = "instinct.stack.gfx_arch"
+_DRIVER_ACTION = "instinct.stack.amdgpu_driver"
 
 
 class Progress:
@@ -78,7 +79,7 @@ _HOST_EVENTS = "[?event_data.host == '{host}' && starts_with(event, 'runner_on_'
 
 
 def build_report(events, rc, check=False):
-    """Per host: gfx arch, stack versions, changed tasks, failures; plus the run's totals."""
+    """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals."""
     hosts = sorted(
         {
             e["event_data"]["host"]
@@ -93,6 +94,7 @@ def build_report(events, rc, check=False):
             "gfx_arch": None,
             "pytorch_rocm_arch": None,
             "stack": None,
+            "reboot": None,
             "changed_tasks": [],
             "failures": [],
             "unreachable": False,
@@ -107,6 +109,13 @@ def build_report(events, rc, check=False):
                         result.get("gfx_arch"),
                         result.get("pytorch_rocm_arch"),
                     )
+                if data.get("task_action") == _DRIVER_ACTION and "reboot_pending" in result:
+                    # The last check wins: after a reboot, the one that confirms the module loaded.
+                    entry["reboot"] = {
+                        "pending": result["reboot_pending"],
+                        "load_failed": result.get("load_failed", False),
+                        "reason": result.get("reason", ""),
+                    }
                 if data.get("task") == _STACK_RECORD_TASK and result.get("content"):
                     entry["stack"] = json.loads(base64.b64decode(result["content"]))
                 if result.get("changed"):

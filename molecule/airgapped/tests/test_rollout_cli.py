@@ -25,5 +25,8 @@ def test_rollout_reports_the_guest(tmp_path):
     assert host["gfx_arch"] == ["gfx942"] and host["pytorch_rocm_arch"] == "gfx942"
     assert host["stack"]["hip"].startswith("7.0.2") and host["stack"]["vllm"] == "0.11.0"
     assert host["changed_tasks"] == [] and host["failures"] == []
+    # amdgpu-dkms is installed and no amdgpu module of its own is loaded: the report says a reboot is pending.
+    assert host["reboot"]["pending"] is True and "amdgpu-dkms" in host["reboot"]["reason"]
+    assert "reboot pending: " in proc.stdout
     assert "changed=0" in proc.stdout and name in proc.stdout
     assert "molecule-canary-key" not in proc.stdout + proc.stderr + report_path.read_text()

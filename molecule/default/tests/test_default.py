@@ -1,5 +1,7 @@
 """What a converged host must look like: ROCm from the signed mirror, GPU groups, the build compiler, linker entries."""
 
+import json
+
 import pytest
 
 ROCM = "/opt/rocm-7.0.2"
@@ -42,9 +44,17 @@ def test_user_in_gpu_groups(host):
     assert {"video", "render"} <= set(host.user("ansible").groups)
 
 
-def test_reboot_reported_not_performed(host):
-    # amdgpu-dkms asked for a reboot; with rocm_reboot=never the host keeps running and still says so.
-    assert host.file("/var/run/reboot-required").exists
+def test_reboot_pending_from_the_driver_not_from_a_marker(host):
+    # The real amdgpu-dkms, like the fixture, writes no /var/run/reboot-required: the rocm role found the pending
+    # reboot from the installed and the loaded module, and with rocm_reboot=never the host keeps running.
+    assert not host.file("/var/run/reboot-required").exists
+    with host.sudo():
+        record = json.loads(host.file("/var/lib/instinct-stack/amdgpu-driver.json").content_string)
+    assert record["boot_id"] == host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
+    assert record["installed_module"] == "6.14.14" and record["package_version"].startswith("1:6.14.14.")
+    driver = host.ansible("instinct.stack.amdgpu_driver", check=True, become=True)
+    assert driver["reboot_pending"] is True and driver["load_failed"] is False and driver["changed"] is False
+    assert "reboot to load it" in driver["reason"] and driver["loaded_module"] is None
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,9 @@ with only the base URL changed:
 The packages are small but carry ROCm's package names, versions, dependencies and paths:
 /opt/rocm-<ROCM>/ with real shared libraries (libhipblas.so.2 ...), the /opt/rocm alternative that
 rocm-core registers, a rocminfo that prints an output captured from an 8x MI300X server, and a
-hipcc that compiles host code with the system g++. amdgpu-dkms marks the host as needing a reboot,
-as a new kernel module does. The result is cached, keyed by this script and the fixtures it reads.
+hipcc that compiles host code with the system g++. amdgpu-dkms ships its DKMS source tree
+(/usr/src/amdgpu-VERSION/dkms.conf) and, like the real package, writes no reboot marker. The
+result is cached, keyed by this script and the fixtures it reads.
 """
 
 import hashlib
@@ -179,13 +180,10 @@ def amdgpu_packages(amdgpu, kfd_version, suite):
                 "/usr/src/amdgpu-%s/dkms.conf" % kfd_version: 'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="%s"\n'
                 % kfd_version,
             },
-            {
-                # dkms would build amdgpu.ko for the running kernel here; loading it takes a reboot.
-                "postinst": (
-                    "#!/bin/sh\nset -e\ntouch /var/run/reboot-required\n"
-                    "echo amdgpu-dkms >>/var/run/reboot-required.pkgs\n"
-                ),
-            },
+            # No maintainer scripts: the real package's run dkms to build amdgpu.ko for the running kernel, and
+            # write no /var/run/reboot-required (../shared/UPSTREAM.md, "AMD packages and driver": AMD's docs ask
+            # for a reboot, nothing in the package marks one). The rocm role must find the pending reboot itself.
+            {},
         ),
     ]
 

@@ -92,3 +92,21 @@ def test_progress_lines_when_not_a_terminal():
     assert "changed=1" in lines[1]
     assert lines[3].startswith("gpu2") and "failed=1" in lines[3]
     assert lines[4].startswith("gpu3") and "unreachable=1" in lines[4]
+
+
+def test_report_shows_the_last_driver_check_per_host():
+    def driver(pending, reason):
+        return event(
+            "runner_on_ok",
+            "gpu1",
+            "Compare the installed amdgpu module with the loaded one",
+            role="rocm",
+            action="instinct.stack.amdgpu_driver",
+            res={"changed": False, "reboot_pending": pending, "load_failed": False, "reason": reason},
+        )
+
+    report = build_report([driver(True, "reboot to load it"), driver(False, "loaded")], rc=0)
+    assert report["hosts"]["gpu1"]["reboot"] == {"pending": False, "load_failed": False, "reason": "loaded"}
+    pending = build_report([driver(True, "reboot to load it")], rc=0)["hosts"]["gpu1"]["reboot"]
+    assert pending["pending"] is True and pending["reason"] == "reboot to load it"
+    assert build_report(EVENTS[:2], rc=0)["hosts"]["gpu1"]["reboot"] is None
