@@ -60,5 +60,5 @@ def test_every_source_is_the_mirror(host):
 
 def test_stack_and_service_from_the_mirror(host):
     verified = json.loads(host.file(host.file("/opt/instinct-stack/current").linked_to + "/.verified").content_string)
-    assert verified["hip"].startswith("7.0.2")
+    assert verified["hip"].startswith("7.0.2") and verified["platform"] == "rocm"
     assert http_code(host, "http://127.0.0.1:8000/health") == "200"

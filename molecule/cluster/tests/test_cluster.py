@@ -28,7 +28,7 @@ def test_both_hosts_run_the_same_verified_stack(host):
     mine = stack(host)
     node1 = host.get_host("ansible://node1", ansible_inventory=host.backend.ansible_inventory)
     assert mine["key"] == stack(node1)["key"]
-    assert mine["hip"].startswith("7.0.2") and mine["arch"] == "gfx942"
+    assert mine["hip"].startswith("7.0.2") and mine["arch"] == "gfx942" and mine["platform"] == "rocm"
 
 
 def test_wheels_copied_not_rebuilt(host):

@@ -22,6 +22,13 @@ def test_runs_as_unprivileged_user_in_gpu_groups_from_the_stack(host):
     assert SECRET not in cmdline
 
 
+def test_vllm_detected_the_rocm_platform(host):
+    with host.sudo():
+        journal = host.check_output("journalctl --no-pager -u %s", UNIT)
+    assert "Automatically detected platform rocm." in journal
+    assert "Failed to infer device type" not in journal
+
+
 def test_listens_only_on_loopback(host):
     assert host.socket("tcp://127.0.0.1:8000").is_listening
     assert not host.socket("tcp://0.0.0.0:8000").is_listening

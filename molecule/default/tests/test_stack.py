@@ -47,6 +47,8 @@ def test_current_points_at_a_verified_stack(host):
     verified = json.loads(host.file(current.linked_to + "/.verified").content_string)
     assert verified["hip"].startswith("7.0.2") and verified["arch"] == "gfx942"
     assert verified["gpu"] is False  # no /dev/kfd in the guest
+    # vLLM's own platform detection, through the amdsmi installed from ROCm's share/amd_smi.
+    assert verified["platform"] == "rocm" and verified["amdsmi"].startswith("26.0.0")
 
 
 def test_stack_venv_imports_the_rocm_build(host):
@@ -64,3 +66,15 @@ def test_submodules_checked_out_recursively(host):
     assert "fixture-lib" in host.check_output(
         "sudo cat /var/lib/instinct-stack/src/pytorch/third_party/fixture-lib/VERSION"
     )
+
+
+def test_amdsmi_comes_from_rocms_share_amd_smi_and_answers_for_the_gpus(host):
+    out = host.check_output(
+        STACK_ROOT + '/current/venv/bin/python -c "import amdsmi; amdsmi.amdsmi_init(); '
+        'print(len(amdsmi.amdsmi_get_processor_handles()), amdsmi.__file__)"'
+    )
+    count, path = out.split()
+    assert count == "8" and path.startswith(STACK_ROOT + "/stacks/")
+    assert host.file("/opt/rocm-7.0.2/share/amd_smi/pyproject.toml").exists
+    # pip built in the stack's copy: ROCm's own tree stays as the package installed it.
+    assert not host.file("/opt/rocm-7.0.2/share/amd_smi/build").exists

@@ -28,6 +28,7 @@ result is cached, keyed by this script and the fixtures it reads.
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -165,8 +166,44 @@ def rocm_packages(rocm, suite):
         ("rocm-hip-runtime", version(rocm), ["rocm-core", "hsa-rocr", "rocminfo", "hip-runtime-amd"], {}, {}),
         ("rocm-hip-libraries", version(rocm), ["rocm-hip-runtime", "hipblas", "hipblaslt"], {}, {}),
         ("rocm-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "rocm-llvm", "hipblas-dev"], {}, {}),
-        ("rocm", version(rocm), ["rocm-hip-libraries", "rocm-dev"], {}, {}),
+        (
+            # The amdsmi Python package's source, which vLLM's platform detection imports; vLLM's
+            # docker/Dockerfile.rocm_base pip-installs it from here (../shared/UPSTREAM.md, "AMD packages").
+            "amd-smi-lib",
+            version("26.0.0"),
+            ["rocm-core"],
+            amd_smi_files(prefix + "/share/amd_smi", rocminfo_output),
+            {},
+        ),
+        ("rocm", version(rocm), ["rocm-hip-libraries", "rocm-dev", "amd-smi-lib"], {}, {}),
     ]
+
+
+def simulated_gpus(rocminfo_output):
+    """The GPU agents of a rocminfo output: what the fixture amdsmi answers for."""
+    gpus = []
+    for agent in re.split(r"^Agent \d+", rocminfo_output, flags=re.M)[1:]:
+        fields = dict(re.findall(r"^  ([A-Za-z ]+?):\s+(.*?)\s*$", agent, flags=re.M))
+        if fields.get("Device Type") == "GPU":
+            chip = re.search(r"\((0x[0-9a-f]+)\)", fields.get("Chip ID", ""))
+            gpus.append(
+                {"gfx": fields["Name"], "market_name": fields.get("Marketing Name", ""), "device_id": chip.group(1)}
+            )
+    return gpus
+
+
+def amd_smi_files(destination, rocminfo_output):
+    """sources/amd_smi laid out under destination, with the simulated GPUs written into the package."""
+    top = os.path.join(SOURCES, "amd_smi")
+    files = {}
+    for directory, dirs, names in os.walk(top):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path) as handle:
+                files[destination + path[len(top) :]] = handle.read()
+    files[destination + "/amdsmi/_simulated.py"] = "GPUS = %r\n" % (simulated_gpus(rocminfo_output),)
+    return files
 
 
 def amdgpu_packages(amdgpu, kfd_version, suite):
@@ -269,7 +306,7 @@ def source_repos(work, out):
 
     def commit_tree(name, prepare=None):
         tree = os.path.join(work, "src", name)
-        shutil.copytree(os.path.join(SOURCES, name), tree)
+        shutil.copytree(os.path.join(SOURCES, name), tree, ignore=shutil.ignore_patterns("__pycache__"))
         git(tree, "init", "-q")
         if prepare:
             prepare(tree)
@@ -334,7 +371,12 @@ def wheelhouse(out):
 
 def recipe_key(image_packages_file):
     digest = hashlib.sha256()
-    sources = sorted(os.path.join(top, name) for top, _dirs, names in os.walk(SOURCES) for name in names)
+    sources = sorted(
+        os.path.join(top, name)
+        for top, _dirs, names in os.walk(SOURCES)
+        for name in names
+        if "__pycache__" not in top  # bytecode left by the unit tests that import the fixture sources
+    )
     for path in (__file__, ROCMINFO_FIXTURE, image_packages_file, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())

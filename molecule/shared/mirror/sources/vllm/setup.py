@@ -44,7 +44,7 @@ class BinaryDistribution(Distribution):
 setup(
     name="vllm",
     version="0.11.0+rocm" + torch.version.hip.split("-")[0],
-    packages=["vllm", "vllm.entrypoints"],
+    packages=["vllm", "vllm.entrypoints", "vllm.platforms"],
     package_data={"vllm": ["_C.so"]},
     install_requires=["torch==" + torch.__version__],
     entry_points={"console_scripts": ["vllm = vllm.entrypoints.cli:main"]},

@@ -1,11 +1,14 @@
 """`vllm serve MODEL ...`: a small OpenAI-compatible server with vLLM's options, for service tests.
 
 It answers GET /health and GET /v1/models (with Bearer auth when VLLM_API_KEY is set), and
-validates the options the way vLLM does, so a unit that passes a bad value fails to start.
+validates the options the way vLLM does, so a unit that passes a bad value fails to start. Like
+vLLM, it serves only on a detected platform (vllm.platforms, through amdsmi): on UnspecifiedPlatform
+it fails with vLLM's own "Failed to infer device type" error.
 """
 
 import argparse
 import json
+import logging
 import os
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,8 +38,19 @@ def parser():
     return root
 
 
+INFER_DEVICE_ERROR = (
+    "RuntimeError: Failed to infer device type, please set the environment variable "
+    "`VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."
+)
+
+
 def main(argv=None):
     args, extra = parser().parse_known_args(argv)
+    logging.basicConfig(level=os.environ.get("VLLM_LOGGING_LEVEL", "INFO"), format="%(levelname)s %(message)s")
+    from vllm.platforms import current_platform
+
+    if not current_platform.device_name:
+        sys.exit(INFER_DEVICE_ERROR)
     api_key = os.environ.get("VLLM_API_KEY")
     model = args.served_model_name or args.model
 
@@ -65,8 +79,16 @@ def main(argv=None):
 
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     print(
-        "INFO: serving %s on http://%s:%d (tp=%d, gpu_memory_utilization=%s, extra=%s)"
-        % (model, args.host, args.port, args.tensor_parallel_size, args.gpu_memory_utilization, extra),
+        "INFO: serving %s on http://%s:%d (platform=%s, tp=%d, gpu_memory_utilization=%s, extra=%s)"
+        % (
+            model,
+            args.host,
+            args.port,
+            current_platform.device_name,
+            args.tensor_parallel_size,
+            args.gpu_memory_utilization,
+            extra,
+        ),
         flush=True,
     )
     server.serve_forever()
