@@ -16,7 +16,7 @@ import sys
 import time
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-PHASE = re.compile(r"➜ (\w+): Executing")
+PHASE = re.compile(r"➜ (\w+): Executing\s*$")
 STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] ")
 TOTAL = re.compile(r"\(\d+:\d+:\d+\.\d+\)\s+(\d+):(\d+):(\d+\.\d+)")
 RECAP = re.compile(

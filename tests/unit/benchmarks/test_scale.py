@@ -127,6 +127,7 @@ STAMPED_LOG = """[     0.0] INFO     cluster \u279c create: Executing
 [     0.4] PLAY RECAP
 [     0.4] localhost                  : ok=8    changed=5    unreachable=0    failed=0
 [    15.9] INFO     cluster \u279c verify: Executing
+[    15.9] INFO     cluster \u279c verify: Executing Testinfra tests found in molecule/cluster/tests/...
 [    16.0] ============================== 8 passed in 1.05s
 [    21.5] INFO     cluster \u279c destroy: Executing
 [    27.5] cluster \u279c destroy: Executed: Successful
