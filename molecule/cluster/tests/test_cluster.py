@@ -39,3 +39,8 @@ def test_wheels_copied_not_rebuilt(host):
 
 def test_service_answers_on_each_host(host):
     assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"
+
+
+def test_each_stack_holds_its_runtime_closure(host):
+    check = host.run("/opt/instinct-stack/current/venv/bin/pip check")
+    assert check.rc == 0, check.stdout + check.stderr

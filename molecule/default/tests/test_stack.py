@@ -78,3 +78,24 @@ def test_amdsmi_comes_from_rocms_share_amd_smi_and_answers_for_the_gpus(host):
     assert host.file("/opt/rocm-7.0.2/share/amd_smi/pyproject.toml").exists
     # pip built in the stack's copy: ROCm's own tree stays as the package installed it.
     assert not host.file("/opt/rocm-7.0.2/share/amd_smi/build").exists
+
+
+def test_torch_built_by_cmake_and_ninja_from_the_build_venv(host):
+    # The checkout's requirements-build.txt went into the build virtualenv, whose bin leads the build's PATH.
+    cmake = host.check_output("/var/lib/instinct-stack/build-venv/bin/cmake --version").split()[2]
+    assert tuple(int(part) for part in cmake.split(".")[:2]) >= (3, 27)
+    assert host.file("/var/lib/instinct-stack/build-venv/bin/ninja").exists
+    generator = host.check_output(
+        STACK_ROOT + '/current/venv/bin/python -c "import torch; print(torch.version.cmake_generator)"'
+    )
+    assert generator == "Ninja"
+
+
+def test_stack_venv_holds_torchs_runtime_closure(host):
+    check = host.run(STACK_ROOT + "/current/venv/bin/pip check")
+    assert check.rc == 0, check.stdout + check.stderr
+    requires = host.check_output(
+        STACK_ROOT + "/current/venv/bin/python -c \"import importlib.metadata as m; print(m.requires('torch'))\""
+    )
+    for name in ("filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec"):
+        assert name in requires, requires

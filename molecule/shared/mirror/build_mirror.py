@@ -49,7 +49,8 @@ DEBIAN_PACKAGES = ("gcc-11", "g++-11")
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vllm": "v0.11.0-fixture"}
-WHEELHOUSE = ("setuptools==75.8.0", "wheel==0.45.1")
+# The requirements the wheelhouse serves, with their dependency closure.
+WHEELHOUSE = os.path.join(HERE, "wheelhouse.txt")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "instinct.stack fixtures",
     "GIT_AUTHOR_EMAIL": "fixtures@instinct-stack.invalid",
@@ -350,7 +351,22 @@ def source_repos(work, out):
     git(os.path.join(out, "vllm.git"), "update-server-info")
 
 
+def wheel_requirements(path=WHEELHOUSE):
+    """The requirement lines of a requirements file, its -r includes expanded, comments dropped."""
+    lines = []
+    with open(path) as handle:
+        for raw in handle:
+            line = raw.split("#", 1)[0].strip()
+            if line.startswith("-r "):
+                lines += wheel_requirements(os.path.join(os.path.dirname(path), line[3:].strip()))
+            elif line:
+                lines.append(line)
+    return lines
+
+
 def wheelhouse(out):
+    """Real wheels with their dependency closure; requirements.txt beside them says what was asked for, so a
+    mirror built from this one (instinct-stack mirror build) can ask for the same."""
     subprocess.run(
         [
             sys.executable,
@@ -359,14 +375,16 @@ def wheelhouse(out):
             "download",
             "-q",
             "--disable-pip-version-check",
-            "--no-deps",
             "--only-binary=:all:",
             "-d",
             out,
-            *WHEELHOUSE,
+            "-r",
+            WHEELHOUSE,
         ],
         check=True,
     )
+    with open(os.path.join(out, "requirements.txt"), "w") as handle:
+        handle.write("".join(line + "\n" for line in wheel_requirements()))
 
 
 def recipe_key(image_packages_file):
@@ -377,7 +395,7 @@ def recipe_key(image_packages_file):
         for name in names
         if "__pycache__" not in top  # bytecode left by the unit tests that import the fixture sources
     )
-    for path in (__file__, ROCMINFO_FIXTURE, image_packages_file, *sources):
+    for path in (__file__, ROCMINFO_FIXTURE, WHEELHOUSE, image_packages_file, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()[:16]

@@ -95,3 +95,65 @@ def test_amdgpu_dkms_fixture_writes_no_reboot_marker():
     assert scripts == {}
     assert not any("reboot-required" in str(content) for content in files.values())
     assert files["/usr/src/amdgpu-6.14.14/dkms.conf"].count('PACKAGE_VERSION="6.14.14"') == 1
+
+
+def fixture_pytorch_tree(tmp_path):
+    """A copy of the fixture PyTorch checkout, hipified and committed, with a ROCm prefix beside it."""
+    import shutil
+
+    tree = tmp_path / "pytorch"
+    shutil.copytree(os.path.join(SOURCES, "pytorch"), tree)
+    shutil.copy(tree / "torch" / "csrc" / "ops.cu", tree / "torch" / "csrc" / "ops.hip")
+    (tree / "third_party" / "fixture-lib").mkdir(parents=True)
+    (tree / "third_party" / "fixture-lib" / "VERSION").write_text("fixture-lib 1.0\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=tree, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tree, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "fixture"], cwd=tree, check=True)
+    rocm = tmp_path / "rocm"
+    (rocm / ".info").mkdir(parents=True)
+    (rocm / ".info" / "version").write_text("7.0.2-56\n")
+    return tree, rocm
+
+
+def pytorch_bdist_wheel(tmp_path, tools):
+    """setup.py bdist_wheel in the fixture checkout with git and the given tools ({name: script}) alone on PATH."""
+    import shutil
+
+    tree, rocm = fixture_pytorch_tree(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    for name, script in tools.items():
+        (bin_dir / name).write_text(script)
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": str(bin_dir), "USE_ROCM": "1", "PYTORCH_ROCM_ARCH": "gfx942", "ROCM_PATH": str(rocm)}
+    return bin_dir, subprocess.run(
+        [sys.executable, "setup.py", "bdist_wheel"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_pytorch_setup_fails_as_upstream_without_cmake_on_path(tmp_path):
+    _bin_dir, run = pytorch_bdist_wheel(tmp_path, {})
+    assert run.returncode != 0
+    assert "no cmake or cmake3 with version >= 3.27.0, found: {}" in run.stderr
+
+
+def test_pytorch_setup_refuses_a_cmake_older_than_upstreams_minimum(tmp_path):
+    bin_dir, run = pytorch_bdist_wheel(tmp_path, {"cmake": "#!/bin/sh\necho 'cmake version 3.25.1'\n"})
+    assert run.returncode != 0
+    assert "version >= 3.27.0, found: {'%s': '3.25.1'}" % (bin_dir / "cmake") in run.stderr
+
+
+def test_the_wheelhouse_serves_what_the_pytorch_fixture_requires():
+    import re
+
+    served = {re.split(r"[<>=!~ ;]", line, maxsplit=1)[0].lower() for line in build_mirror.wheel_requirements()}
+    with open(os.path.join(SOURCES, "pytorch", "requirements-build.txt")) as handle:
+        build = {re.split(r"[<>=!~ ;#]", line.strip(), maxsplit=1)[0].lower() for line in handle if line[:1].isalpha()}
+    with open(os.path.join(SOURCES, "pytorch", "setup.py")) as handle:
+        runtime_block = handle.read().split("install_requires=[", 1)[1].split("]", 1)[0]
+    runtime = {re.split(r"[<>=!~]", name, maxsplit=1)[0].lower() for name in re.findall(r'"([^"]+)"', runtime_block)}
+    assert {"cmake", "ninja", "numpy", "pyyaml", "setuptools"} <= build
+    assert {"sympy", "networkx", "jinja2", "fsspec", "filelock", "typing-extensions"} == runtime
+    assert build | runtime <= served

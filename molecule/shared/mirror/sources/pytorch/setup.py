@@ -1,6 +1,13 @@
-"""Builds the fixture torch wheel the way PyTorch's setup.py builds a ROCm wheel."""
+"""Builds the fixture torch wheel the way PyTorch's setup.py builds a ROCm wheel.
+
+As upstream: cmake found by name on PATH at version >= 3.27 (tools/setup_helpers/cmake.py fails with
+"no cmake or cmake3 with version >= 3.27.0" otherwise), the Ninja generator when ninja is on PATH
+(Makefiles otherwise), and a wheel that declares torch's runtime requirements.
+"""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -30,30 +37,57 @@ git_version = subprocess.run(
     ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
 ).stdout.strip()
 
+CMAKE_MINIMUM_VERSION = (3, 27, 0)
+
+
+def cmake_command():
+    """The cmake (or cmake3) on PATH with the highest version >= CMAKE_MINIMUM_VERSION."""
+    found = {}
+    for name in ("cmake3", "cmake"):
+        path = shutil.which(name)
+        if path:
+            output = subprocess.run([path, "--version"], capture_output=True, text=True, check=False).stdout
+            match = re.search(r"version (\d+)\.(\d+)\.(\d+)", output)
+            if match:
+                found[path] = tuple(int(part) for part in match.groups())
+    valid = {path: version for path, version in found.items() if version >= CMAKE_MINIMUM_VERSION}
+    if not valid:
+        raise RuntimeError(
+            "no cmake or cmake3 with version >= %s, found: %s"
+            % (".".join(map(str, CMAKE_MINIMUM_VERSION)), {path: ".".join(map(str, v)) for path, v in found.items()})
+        )
+    return max(valid, key=valid.get)
+
+
 if "bdist_wheel" in sys.argv or "build" in sys.argv:
     with open(os.path.join(ROOT, "third_party", "fixture-lib", "VERSION")) as handle:
         third_party = handle.read().strip()
-    cpp = os.path.join(ROOT, "build", "ops.cpp")
-    os.makedirs(os.path.dirname(cpp), exist_ok=True)
-    with open(hip_source) as src, open(cpp, "w") as dst:
+    cmake = cmake_command()
+    generator = "Ninja" if shutil.which("ninja") else "Unix Makefiles"
+    build_dir = os.path.join(ROOT, "build")
+    os.makedirs(build_dir, exist_ok=True)
+    with open(hip_source) as src, open(os.path.join(build_dir, "ops.cpp"), "w") as dst:
         dst.write(src.read())
     subprocess.run(
         [
-            os.path.join(rocm, "bin", "hipcc"),
-            *["--offload-arch=" + arch for arch in archs],
-            "-shared",
-            "-fPIC",
-            "-O2",
-            "-o",
-            os.path.join(ROOT, "torch", "_C.so"),
-            cpp,
+            cmake,
+            "-S",
+            ROOT,
+            "-B",
+            build_dir,
+            "-G",
+            generator,
+            "-DCMAKE_CXX_COMPILER=" + os.path.join(rocm, "bin", "hipcc"),
+            "-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=" + os.path.join(ROOT, "torch"),
+            "-DTORCH_FIXTURE_OFFLOAD_FLAGS=" + ";".join("--offload-arch=" + arch for arch in archs),
         ],
         check=True,
     )
+    subprocess.run([cmake, "--build", build_dir, "--parallel", os.environ.get("MAX_JOBS") or "1"], check=True)
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
             '__version__ = "%s+rocm%s"\nhip = "%s"\ncuda = None\ngit_version = "%s"\nrocm_arch = "%s"\n'
-            'third_party = "%s"\nmax_jobs = "%s"\n'
+            'third_party = "%s"\nmax_jobs = "%s"\ncmake_generator = "%s"\n'
             % (
                 version,
                 hip_version.split("-")[0],
@@ -62,6 +96,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
                 ";".join(archs),
                 third_party,
                 os.environ.get("MAX_JOBS", ""),
+                generator,
             )
         )
 
@@ -76,5 +111,15 @@ setup(
     version="%s+rocm%s" % (version, hip_version.split("-")[0]),
     packages=["torch"],
     package_data={"torch": ["_C.so"]},
+    # torch's runtime requirements, as the upstream wheel declares them (../shared/UPSTREAM.md; bounds from
+    # pytorch/pytorch pyproject.toml): a stack virtualenv without them does not import torch.
+    install_requires=[
+        "filelock",
+        "typing-extensions>=4.10.0",
+        "sympy>=1.13.3",
+        "networkx>=2.5.1",
+        "jinja2",
+        "fsspec>=0.8.5",
+    ],
     distclass=BinaryDistribution,
 )
