@@ -18,8 +18,20 @@ description:
   - Sources, in order of preference for O(source=auto) are the KFD topology in sysfs (needs only the
     amdgpu kernel driver), C(rocminfo) output (needs ROCm), and PCI device IDs through the collection's
     device table (works before ROCm is installed).
-  - An architecture, KFD target version or PCI device ID that the collection's arch table does not know
-    is an error naming the value; the next source is not tried, so a wrong arch never reaches a build.
+  - A GPU that is not a compute target is left out and listed in RV(excluded) with the reason, so a host
+    with APU graphics or a display card beside its Instinct GPUs is detected; RV(hip_visible_devices) then
+    names the HIP devices to use. Left out are architectures outside the collection's arch table (for
+    example a Ryzen APU's C(gfx1036) or a Radeon RX 6000 card's C(gfx1030)), Radeon architectures without
+    O(allow_radeon), and, for O(source=pci), a display-class GPU whose PCI ID is not in the Instinct
+    device table.
+  - A GPU that looks like an AMD Instinct part is never left out. A PCI ID from the Instinct device
+    table, a data-center gfx9 architecture (C(gfx908), C(gfx90a), C(gfx940) and later within gfx9) or, for
+    O(source=pci), an AMD processing accelerator (PCI class 0x12) that the table does not know is an
+    error naming the value, to be added to the table.
+  - A host whose AMD GPUs are all left out fails like a host without GPUs, naming each GPU and why; with
+    O(require_gpu=false) it returns empty RV(gpus) and lists them in RV(excluded).
+  - An invalid KFD target version is an error too. The next source is never tried after an error or after
+    a source found GPUs, so a wrong arch never reaches a build.
   - Reads only; it never changes the host.
 author:
   - instinct.stack contributors (@instinct-stack)
@@ -42,9 +54,19 @@ options:
     type: path
   require_gpu:
     description:
-      - Fail when no AMD GPU is found. The failure message lists every source tried and why it found nothing.
+      - Fail when no AMD GPU that is a compute target is found. The failure message lists every source tried
+        and why it found nothing, or each GPU found and why it is not a compute target.
     type: bool
     default: true
+  allow_radeon:
+    description:
+      - Accept the Radeon architectures vLLM's ROCm support covers (C(gfx1100), C(gfx1101), C(gfx1200),
+        C(gfx1201)) as compute targets. Without it they are listed in RV(excluded).
+      - The PCI device table holds Instinct parts only, so O(source=pci) cannot tell a Radeon GPU's
+        architecture and always excludes it; the kfd and rocminfo sources can.
+    type: bool
+    default: false
+    version_added: "0.2.0"
 attributes:
   check_mode:
     description: Can run in check_mode and return the same result, since the module only reads.
@@ -76,11 +98,20 @@ EXAMPLES = r"""
 - name: Hosts without GPUs (build hosts) report an empty list instead of failing
   instinct.stack.gfx_arch:
     require_gpu: false
+
+- name: Use Radeon RX 7900 / RX 9000 series GPUs as compute targets too
+  instinct.stack.gfx_arch:
+    allow_radeon: true
+  register: gfx
+
+- name: Run a service on the detected GPUs only, not on APU graphics or a display card
+  ansible.builtin.debug:
+    msg: "HIP_VISIBLE_DEVICES={{ gfx.hip_visible_devices }}; left out: {{ gfx.excluded | map(attribute='reason') }}"
 """
 
 RETURN = r"""
 gpus:
-  description: Every AMD GPU agent found, in node order.
+  description: Every AMD GPU agent found that is a compute target, in node order.
   returned: always
   type: list
   elements: dict
@@ -124,6 +155,42 @@ pytorch_rocm_arch:
   returned: always
   type: str
   sample: gfx90a;gfx942
+excluded:
+  description:
+    - The AMD GPUs found that are not compute targets, in node order, each with the reason it was left out.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    node:
+      description: KFD/HSA node number; null for O(source=pci).
+      type: int
+    pci_address:
+      description: PCI address of the GPU when known.
+      type: str
+    pci_device_id:
+      description: PCI device ID (vendor 0x1002) as a hex string.
+      type: str
+    gfx:
+      description: The gfx architecture name; null for O(source=pci), where only Instinct PCI IDs are known.
+      type: str
+    marketing_name:
+      description: Product name when known.
+      type: str
+    reason:
+      description: Why the GPU is not a compute target.
+      type: str
+  sample: [{node: 1, pci_address: "0000:03:00.0", pci_device_id: "0x7448", gfx: gfx1100,
+            marketing_name: AMD Radeon PRO W7900,
+            reason: "gfx1100 is a Radeon architecture, a compute target only with allow_radeon=true"}]
+hip_visible_devices:
+  description:
+    - The HIP device indices of the GPUs in RV(gpus), joined with C(,), for E(HIP_VISIBLE_DEVICES). Empty when no GPU.
+    - HIP numbers GPUs in KFD topology node order counting every GPU, excluded ones too. For O(source=pci), which
+      has no node numbers, the order is assumed to be PCI address order.
+  returned: always
+  type: str
+  sample: "1,2"
 source_used:
   description: The source the GPUs were read from; null when none found any.
   returned: always
@@ -151,6 +218,7 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             rocminfo_path=dict(type="path"),
             require_gpu=dict(type="bool", default=True),
+            allow_radeon=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -173,6 +241,7 @@ def main():
             sysfs_root=params["sysfs_root"],
             run_rocminfo=run_rocminfo if rocminfo else None,
             require_gpu=params["require_gpu"],
+            allow_radeon=params["allow_radeon"],
         )
     except (DetectionError, UnknownArchError) as exc:
         module.fail_json(msg=str(exc))

@@ -86,6 +86,40 @@ def test_missing_rocminfo_path_counts_as_not_installed_in_auto(tmp_path, fixture
     assert "rocminfo: rocminfo not found" in result["sources_tried"]
 
 
+def test_mixed_host_reports_excluded_gpus_and_hip_devices(fixture_path, capsys):
+    code, result = run_module({"source": "kfd", "sysfs_root": fixture_path("kfd", "mi300x-radeon-display")}, capsys)
+    assert code == 0
+    assert result["pytorch_rocm_arch"] == "gfx942"
+    assert result["hip_visible_devices"] == "1,2"
+    assert [(e["node"], e["gfx"], e["pci_device_id"]) for e in result["excluded"]] == [(1, "gfx1100", "0x7448")]
+    assert "allow_radeon=true" in result["excluded"][0]["reason"]
+
+
+def test_allow_radeon_option(fake_rocminfo, tmp_path, capsys):
+    args = {"source": "rocminfo", "rocminfo_path": fake_rocminfo("mi300x-radeon-display"), "sysfs_root": str(tmp_path)}
+    code, result = run_module(dict(args, allow_radeon=True), capsys)
+    assert code == 0
+    assert result["gfx_arch"] == ["gfx1100", "gfx942"] and result["excluded"] == []
+    assert result["hip_visible_devices"] == "0,1,2"
+    code, result = run_module(args, capsys)
+    assert code == 0 and result["gfx_arch"] == ["gfx942"]
+
+
+def test_only_unsupported_gpus_fail_unless_no_gpu_is_required(fixture_path, capsys):
+    root = fixture_path("kfd", "rx7900xtx-unsupported")
+    code, result = run_module({"sysfs_root": root, "source": "kfd"}, capsys)
+    assert code == 1
+    assert "no AMD GPU on this host is a compute target" in result["msg"] and "gfx1100" in result["msg"]
+    code, result = run_module({"sysfs_root": root, "source": "kfd", "require_gpu": False}, capsys)
+    assert code == 0 and result["gpus"] == [] and [e["gfx"] for e in result["excluded"]] == ["gfx1100"]
+
+
+def test_unknown_instinct_accelerator_fails(pci_sysfs, capsys):
+    code, result = run_module({"sysfs_root": pci_sysfs("mi350p-unknown-accelerator"), "source": "pci"}, capsys)
+    assert code == 1
+    assert "1002:75a8" in result["msg"] and "processing accelerator" in result["msg"]
+
+
 def test_bad_source_is_rejected(capsys):
     code, result = run_module({"source": "nvidia-smi"}, capsys)
     assert code == 1
@@ -132,3 +166,12 @@ def test_adhoc_failure_is_reported(fixture_path):
     rc, status, result = ansible_adhoc("source=kfd sysfs_root=%s" % fixture_path("kfd", "rx7900xtx-unsupported"))
     assert (rc, status) == (2, "FAILED!")
     assert "gfx1100" in result["msg"]
+
+
+def test_adhoc_allow_radeon_on_a_mixed_host(fixture_path):
+    rc, status, result = ansible_adhoc(
+        "source=kfd allow_radeon=true sysfs_root=%s" % fixture_path("kfd", "mi300x-radeon-display")
+    )
+    assert (rc, status) == (0, "SUCCESS"), result
+    assert result["pytorch_rocm_arch"] == "gfx1100;gfx942"
+    assert result["hip_visible_devices"] == "0,1,2"
