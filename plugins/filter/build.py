@@ -29,9 +29,9 @@ def _rocm_arch(archs):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _vllm_instances(instances, gpu_count):
+def _vllm_instances(instances, gpu_count, hip_devices=None):
     try:
-        return validate_instances(instances, int(gpu_count))
+        return validate_instances(instances, int(gpu_count), hip_devices)
     except InvalidInstance as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

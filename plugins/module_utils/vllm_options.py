@@ -153,7 +153,23 @@ def serve_args(instance):
     return args + instance["extra_args"]
 
 
-def validate_instances(instances, gpu_count):
+def hip_visible_devices(gpus, hip_devices=None):
+    """HIP_VISIBLE_DEVICES for an instance: its gpus (indexes among the host's compute GPUs) as HIP indices.
+
+    hip_devices holds the HIP index of each compute GPU (gfx_arch's hip_visible_devices): HIP also numbers the
+    GPUs gfx_arch left out (APU graphics, a display card). Empty when the instance may see every GPU HIP sees.
+    """
+    if isinstance(hip_devices, str):
+        hip_devices = [int(part) for part in hip_devices.split(",") if part.strip()]
+    hip_devices = [int(index) for index in hip_devices or []]
+    if gpus:
+        return ",".join(str(hip_devices[gpu] if hip_devices else gpu) for gpu in gpus)
+    if hip_devices and hip_devices != list(range(len(hip_devices))):
+        return ",".join(str(index) for index in hip_devices)  # hide the GPUs that are not compute targets
+    return ""
+
+
+def validate_instances(instances, gpu_count, hip_devices=None):
     """Validate every instance (names and ports unique on a host); the result holds no API key."""
     validated = [validate_instance(instance, gpu_count) for instance in instances]
     for field in ("name", "port"):
@@ -163,6 +179,7 @@ def validate_instances(instances, gpu_count):
             raise InvalidInstance("vLLM instances share a %s: %s" % (field, ", ".join(str(d) for d in duplicates)))
     for instance in validated:
         instance["serve_args"] = serve_args(instance)
+        instance["hip_visible_devices"] = hip_visible_devices(instance["gpus"], hip_devices)
         # The result is shown in task output; the key stays in the caller's (vaulted) variables only.
         instance["has_api_key"] = bool(instance.pop("api_key"))
     return validated

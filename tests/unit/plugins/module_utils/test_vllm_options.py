@@ -90,3 +90,23 @@ def test_duplicate_ports_and_names():
         validate_instances([instance(name="a"), instance(name="b")], 8)
     with pytest.raises(InvalidInstance, match="share a name: a"):
         validate_instances([instance(name="a", port=1), instance(name="a", port=2)], 8)
+
+
+def test_hip_visible_devices_hide_the_gpus_left_out_of_compute():
+    from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import hip_visible_devices
+
+    # An MI210 pair with a Ryzen iGPU between them in KFD order: HIP indices 0 and 2.
+    assert hip_visible_devices([], "0,2") == "0,2"
+    assert hip_visible_devices([1], "0,2") == "2"
+    assert hip_visible_devices([1], [0, 2]) == "2"
+    # Every GPU HIP sees is a compute GPU: nothing to hide, unless the instance picks its GPUs.
+    assert hip_visible_devices([], "0,1,2,3") == ""
+    assert hip_visible_devices([], "") == "" and hip_visible_devices([], None) == ""
+    assert hip_visible_devices([2, 3], "") == "2,3"
+
+
+def test_validated_instances_carry_their_hip_visible_devices():
+    (first, second) = validate_instances(
+        [instance(name="a", port=8000, gpus=[0]), instance(name="b", port=8001, gpus=[1])], 2, "1,3"
+    )
+    assert (first["hip_visible_devices"], second["hip_visible_devices"]) == ("1", "3")
