@@ -341,29 +341,21 @@ def down(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, handler, text in (
-        ("up", up, "create the bridge"),
-        ("start", start, "boot a machine and wait for its sshd"),
-    ):
-        sub = commands.add_parser(name, help=text)
-        if name == "start":
-            sub.add_argument("name")
-            sub.add_argument("--airgapped", action="store_true", help="reach the bridge's address and nothing else")
-            sub.add_argument("--workdir", required=True)
-            sub.add_argument("--image-dir", required=True, help="the guest image (build-image.sh prints it)")
-        sub.add_argument("--bridge", required=True)
-        sub.add_argument("--address", required=True, metavar="IP/PREFIX", help="a machine's, e.g. 10.232.0.11/24")
-        sub.set_defaults(handler=handler)
-    for name, handler, text in (
-        ("stop", stop, "stop a machine and remove its overlay, namespace and key"),
-        ("down", down, "remove the bridge and the image mount"),
-    ):
-        sub = commands.add_parser(name, help=text)
-        if name == "stop":
-            sub.add_argument("name")
+    up_parser = commands.add_parser("up", help="create the bridge")
+    start_parser = commands.add_parser("start", help="boot a machine and wait for its sshd")
+    stop_parser = commands.add_parser("stop", help="stop a machine and remove its overlay, namespace and key")
+    down_parser = commands.add_parser("down", help="remove the bridge and the image mount")
+    for sub in (start_parser, stop_parser):
+        sub.add_argument("name")
+    for sub in (start_parser, stop_parser, down_parser):
         sub.add_argument("--workdir", required=True)
+    for sub, handler in ((up_parser, up), (start_parser, start), (stop_parser, stop), (down_parser, down)):
         sub.add_argument("--bridge", required=True)
         sub.set_defaults(handler=handler)
+    for sub in (up_parser, start_parser):
+        sub.add_argument("--address", required=True, metavar="IP/PREFIX", help="a machine's, e.g. 10.232.0.11/24")
+    start_parser.add_argument("--image-dir", required=True, help="the guest image (build-image.sh prints it)")
+    start_parser.add_argument("--airgapped", action="store_true", help="reach the bridge's address and nothing else")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         parser.error("run as root: machines are systemd-nspawn containers on overlay mounts")
