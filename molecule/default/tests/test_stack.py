@@ -74,7 +74,8 @@ def test_amdsmi_comes_from_rocms_share_amd_smi_and_answers_for_the_gpus(host):
         'print(len(amdsmi.amdsmi_get_processor_handles()), amdsmi.__file__)"'
     )
     count, path = out.split()
-    assert count == "8" and path.startswith(STACK_ROOT + "/stacks/")
+    # Installed into the stack's virtualenv, not imported from ROCm's tree.
+    assert count == "8" and path.startswith(STACK_ROOT + "/current/venv/lib/") and "/site-packages/amdsmi/" in path
     assert host.file("/opt/rocm-7.0.2/share/amd_smi/pyproject.toml").exists
     # pip built in the stack's copy: ROCm's own tree stays as the package installed it.
     assert not host.file("/opt/rocm-7.0.2/share/amd_smi/build").exists
