@@ -58,8 +58,10 @@ python3 -m venv "$VENV"
 git clone -q --recursive -b "$PYTORCH_VERSION" "$MIRROR/git/pytorch.git" "$SRC/pytorch"
 ARCH=$(/opt/rocm/bin/rocminfo | grep -o -m1 'gfx[0-9a-f]*')
 cd "$SRC/pytorch"
+# The guides' "pip install -r requirements.txt" step, with the venv activated (cmake and ninja on PATH).
+"$VENV/bin/pip" install -q "${PIP_ARGS[@]}" -r requirements-build.txt
 "$VENV/bin/python" tools/amd_build/build_amd.py
-PYTORCH_ROCM_ARCH=$ARCH USE_ROCM=1 MAX_JOBS=$(nproc) ROCM_PATH=/opt/rocm PATH=/opt/rocm/bin:$PATH \
+PYTORCH_ROCM_ARCH=$ARCH USE_ROCM=1 MAX_JOBS=$(nproc) ROCM_PATH=/opt/rocm PATH=$VENV/bin:/opt/rocm/bin:$PATH \
   "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/torch-*.whl
 step "built torch for $ARCH"
@@ -78,7 +80,11 @@ cd "$SRC/vllm"
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" -r requirements/rocm.txt
 PYTORCH_ROCM_ARCH=$ARCH VLLM_TARGET_DEVICE=rocm "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/vllm-*.whl
+# vLLM's platform detection needs amdsmi, which ROCm ships as source (as vLLM's Dockerfile.rocm_base installs it).
+cp -r /opt/rocm/share/amd_smi "$SRC/amd_smi"
+"$VENV/bin/pip" install -q "${PIP_ARGS[@]}" "$SRC/amd_smi"
 "$VENV/bin/python" -c 'import torch, triton, vllm; assert torch.version.hip'
+"$VENV/bin/python" -c 'from vllm.platforms import current_platform as p; assert p.device_name == "rocm"'
 
 step "vLLM systemd service"
 cat >/etc/systemd/system/vllm.service <<EOF
