@@ -28,13 +28,13 @@ result is cached, keyed by this script and the fixtures it reads.
 import hashlib
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 
 # The mirror CLI's apt index and signing helpers: run this script with the project's .venv python.
+from instinct_stack.collection import collection_module  # noqa: E402
 from instinct_stack.mirror import dependency_closure, new_signing_key, write_signed_index  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -181,16 +181,13 @@ def rocm_packages(rocm, suite):
 
 
 def simulated_gpus(rocminfo_output):
-    """The GPU agents of a rocminfo output: what the fixture amdsmi answers for."""
-    gpus = []
-    for agent in re.split(r"^Agent \d+", rocminfo_output, flags=re.M)[1:]:
-        fields = dict(re.findall(r"^  ([A-Za-z ]+?):\s+(.*?)\s*$", agent, flags=re.M))
-        if fields.get("Device Type") == "GPU":
-            chip = re.search(r"\((0x[0-9a-f]+)\)", fields.get("Chip ID", ""))
-            gpus.append(
-                {"gfx": fields["Name"], "market_name": fields.get("Marketing Name", ""), "device_id": chip.group(1)}
-            )
-    return gpus
+    """The GPU agents of a rocminfo output, read by the collection's own rocminfo parser: what the fixture amdsmi
+    answers for."""
+    agents = collection_module("gfx_detect").rocminfo_agents(rocminfo_output)
+    return [
+        {"gfx": gpu["gfx"], "market_name": gpu["marketing_name"] or "", "device_id": gpu["pci_device_id"]}
+        for gpu in (agent["gpu"] for agent in agents)
+    ]
 
 
 def amd_smi_files(destination, rocminfo_output):
@@ -395,7 +392,9 @@ def recipe_key(image_packages_file):
         for name in names
         if "__pycache__" not in top  # bytecode left by the unit tests that import the fixture sources
     )
-    for path in (__file__, ROCMINFO_FIXTURE, WHEELHOUSE, image_packages_file, *sources):
+    # The rocminfo parser decides which GPUs the fixture amdsmi answers for.
+    parser = [os.path.join(REPO, "plugins", "module_utils", name) for name in ("gfx_detect.py", "gfx_targets.py")]
+    for path in (__file__, ROCMINFO_FIXTURE, WHEELHOUSE, image_packages_file, *parser, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()[:16]
