@@ -113,17 +113,19 @@ def decide(package_version, installed, loaded, boot_id, state, secure_boot=None,
     return result, {"package_version": package_version, "boot_id": boot_id, "installed_module": installed}
 
 
-def inspect(package_version, modinfo_version, root="/", state_path=None):
-    """Reads the host under root (sysfs, /usr/src, /proc, the state file) and decides; see decide()."""
+def read_state(state_path):
+    """The recorded pending reboot, or None; a damaged record counts as none (the next decision rewrites it)."""
+    try:
+        return json.loads(_read(state_path) or "null")
+    except ValueError:
+        return None
+
+
+def inspect(package_version, modinfo_version, root="/", state=None):
+    """Reads the host under root (sysfs, /usr/src, /proc) and decides with the recorded state; see decide()."""
     sysfs = os.path.join(root, "sys")
     sources = dkms_source_versions(os.path.join(root, "usr", "src"))
     installed = modinfo_version or (sources[-1] if sources else None)
-    state = None
-    if state_path:
-        try:
-            state = json.loads(_read(state_path) or "null")
-        except ValueError:
-            state = None  # a damaged state file counts as none: the next decision rewrites it
     return decide(
         package_version,
         installed,

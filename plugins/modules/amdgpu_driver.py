@@ -102,7 +102,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.instinct.stack.plugins.module_utils.amdgpu_driver import inspect
+from ansible_collections.instinct.stack.plugins.module_utils.amdgpu_driver import inspect, read_state
 
 
 def first_line(module, argv):
@@ -122,15 +122,11 @@ def main():
         supports_check_mode=True,
     )
     state_path = module.params["state_path"]
+    old_state = read_state(state_path)
     package = first_line(module, ["dpkg-query", "-W", "-f=${Version}", "amdgpu-dkms"])
     result, new_state = inspect(
-        package, first_line(module, ["modinfo", "-F", "version", "amdgpu"]), module.params["root"], state_path
+        package, first_line(module, ["modinfo", "-F", "version", "amdgpu"]), module.params["root"], old_state
     )
-    try:
-        with open(state_path) as handle:
-            old_state = json.load(handle)
-    except (IOError, OSError, ValueError):
-        old_state = None
     changed = new_state != old_state
     if changed and not module.check_mode:
         if new_state is None:

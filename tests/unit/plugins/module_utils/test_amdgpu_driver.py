@@ -42,7 +42,7 @@ def test_the_pending_reboot_stays_recorded_until_the_host_reboots(tmp_path):
     first = {"package_version": PACKAGE, "boot_id": BOOT, "installed_module": "6.14.14"}
     state_path = tmp_path / "state.json"
     state_path.write_text(json.dumps(first))
-    result, state = amdgpu_driver.inspect(PACKAGE, None, root, str(state_path))
+    result, state = amdgpu_driver.inspect(PACKAGE, None, root, amdgpu_driver.read_state(str(state_path)))
     assert result["reboot_pending"] is True and state == first  # a rerun writes nothing
 
 
@@ -62,7 +62,7 @@ def test_no_module_after_a_reboot_is_a_load_failure_naming_secure_boot(tmp_path)
     state_path = tmp_path / "state.json"
     state_path.write_text(json.dumps({"package_version": PACKAGE, "boot_id": BOOT}))
     result, state = amdgpu_driver.inspect(
-        PACKAGE, None, host(tmp_path, secure_boot=True, boot=NEXT_BOOT), str(state_path)
+        PACKAGE, None, host(tmp_path, secure_boot=True, boot=NEXT_BOOT), amdgpu_driver.read_state(str(state_path))
     )
     assert result["reboot_pending"] is False and result["load_failed"] is True
     assert "rebooted" in result["reason"] and "Secure Boot is enabled" in result["reason"]
@@ -73,7 +73,7 @@ def test_secure_boot_off_is_not_blamed(tmp_path):
     state_path = tmp_path / "state.json"
     state_path.write_text(json.dumps({"package_version": PACKAGE, "boot_id": BOOT}))
     result, _state = amdgpu_driver.inspect(
-        PACKAGE, None, host(tmp_path, secure_boot=False, boot=NEXT_BOOT), str(state_path)
+        PACKAGE, None, host(tmp_path, secure_boot=False, boot=NEXT_BOOT), amdgpu_driver.read_state(str(state_path))
     )
     assert result["load_failed"] is True and "Secure Boot" not in result["reason"]
     assert result["secure_boot"] is False
@@ -82,7 +82,9 @@ def test_secure_boot_off_is_not_blamed(tmp_path):
 def test_an_upgrade_after_a_reboot_is_pending_again(tmp_path):
     state_path = tmp_path / "state.json"
     state_path.write_text(json.dumps({"package_version": "1:6.12.12-1", "boot_id": BOOT}))
-    result, state = amdgpu_driver.inspect(PACKAGE, None, host(tmp_path, boot=NEXT_BOOT), str(state_path))
+    result, state = amdgpu_driver.inspect(
+        PACKAGE, None, host(tmp_path, boot=NEXT_BOOT), amdgpu_driver.read_state(str(state_path))
+    )
     assert result["reboot_pending"] is True and state["package_version"] == PACKAGE and state["boot_id"] == NEXT_BOOT
 
 
@@ -100,5 +102,5 @@ def test_old_source_trees_are_named_and_the_newest_counts(tmp_path):
 def test_a_damaged_record_counts_as_none(tmp_path):
     state_path = tmp_path / "state.json"
     state_path.write_text("{not json")
-    result, state = amdgpu_driver.inspect(PACKAGE, None, host(tmp_path), str(state_path))
+    result, state = amdgpu_driver.inspect(PACKAGE, None, host(tmp_path), amdgpu_driver.read_state(str(state_path)))
     assert result["reboot_pending"] is True and state["boot_id"] == BOOT
