@@ -29,9 +29,9 @@ def _rocm_arch(archs):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _vllm_instances(instances, gpu_count, hip_devices=None):
+def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
     try:
-        return validate_instances(instances, int(gpu_count), hip_devices)
+        return validate_instances(instances, int(gpu_count), hip_devices, gpu_archs)
     except InvalidInstance as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -14,7 +14,30 @@ import re
 
 DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
-QUANTIZATIONS = ("awq", "gptq", "fp8", "ptpc_fp8", "quark", "compressed-tensors", "bitsandbytes", "gguf")
+# vLLM's ROCm platform (vllm/platforms/rocm.py, RocmPlatform.supported_quantization at v0.11): the methods it
+# accepts, and the ones that need more than a ROCm GPU. bitsandbytes is added only off gfx9 ("warp size 64
+# limitation"); the fp8 methods need fp8 hardware (supports_fp8: gfx94*, gfx95*, gfx12*); mxfp4 runs natively on
+# gfx95* (supports_mx) and through Triton kernels elsewhere, so it is not restricted here.
+QUANTIZATIONS = (
+    "awq",
+    "gptq",
+    "fp8",
+    "compressed-tensors",
+    "fbgemm_fp8",
+    "gguf",
+    "quark",
+    "ptpc_fp8",
+    "mxfp4",
+    "petit_nvfp4",
+    "torchao",
+    "bitsandbytes",
+)
+QUANTIZATION_ARCHS = {
+    "bitsandbytes": ("not gfx9", lambda gfx: not gfx.startswith("gfx9")),
+    "fp8": ("fp8 hardware: gfx94x, gfx95x or gfx12xx", lambda gfx: gfx.startswith(("gfx94", "gfx95", "gfx12"))),
+    "fbgemm_fp8": ("fp8 hardware: gfx94x, gfx95x or gfx12xx", lambda gfx: gfx.startswith(("gfx94", "gfx95", "gfx12"))),
+    "ptpc_fp8": ("fp8 hardware: gfx94x, gfx95x or gfx12xx", lambda gfx: gfx.startswith(("gfx94", "gfx95", "gfx12"))),
+}
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 DEFAULTS = {
     "host": "127.0.0.1",
@@ -22,7 +45,9 @@ DEFAULTS = {
     "gpus": [],
     "dtype": "auto",
     "gpu_memory_utilization": 0.9,
-    "block_size": 16,
+    # vLLM chooses the block size per attention backend (its ROCm sparse-MLA path needs 1), so `--block-size`
+    # is passed only when the instance sets one.
+    "block_size": None,
     "tensor_parallel_size": 1,
     "max_model_len": None,
     "quantization": None,
@@ -64,8 +89,11 @@ def _int(instance, key, minimum=None, maximum=None):
     return value
 
 
-def validate_instance(instance, gpu_count):
-    """Return the instance with defaults filled in and every value checked; raise InvalidInstance otherwise."""
+def validate_instance(instance, gpu_count, gpu_archs=None):
+    """Return the instance with defaults filled in and every value checked; raise InvalidInstance otherwise.
+
+    gpu_archs holds the gfx target of each of the host's compute GPUs, for the checks that depend on the arch.
+    """
     if not isinstance(instance, dict):
         raise InvalidInstance("a vLLM instance must be a mapping, got %r" % (instance,))
     unknown = sorted(set(instance) - set(DEFAULTS) - {"name", "model"})
@@ -81,11 +109,14 @@ def validate_instance(instance, gpu_count):
     if not merged.get("model"):
         raise InvalidInstance("vLLM instance %r: model is required (a path or a model name in the local cache)" % name)
     merged["port"] = _int(merged, "port", 1, 65535)
-    merged["block_size"] = _int(merged, "block_size", 1, 128)
-    if merged["block_size"] not in BLOCK_SIZES:
-        raise InvalidInstance(
-            "vLLM instance %r: block_size must be one of %s, got %s" % (name, BLOCK_SIZES, merged["block_size"])
-        )
+    if merged["block_size"] not in (None, ""):
+        merged["block_size"] = _int(merged, "block_size", 1, 128)
+        if merged["block_size"] not in BLOCK_SIZES:
+            raise InvalidInstance(
+                "vLLM instance %r: block_size must be one of %s, got %s" % (name, BLOCK_SIZES, merged["block_size"])
+            )
+    else:
+        merged["block_size"] = None
     try:
         utilization = float(merged["gpu_memory_utilization"])
     except (TypeError, ValueError):
@@ -113,6 +144,24 @@ def validate_instance(instance, gpu_count):
             "vLLM instance %r: gpus %s name GPUs the host does not have (it has %d)" % (name, gpus, gpu_count)
         )
     merged["gpus"] = gpus
+    archs = list(gpu_archs or [])
+    used = sorted(set(archs[gpu] for gpu in gpus if gpu < len(archs)) if gpus else set(archs))
+    if merged["quantization"] in QUANTIZATION_ARCHS:
+        needs, supported = QUANTIZATION_ARCHS[merged["quantization"]]
+        refused = [gfx for gfx in used if not supported(gfx)]
+        if refused:
+            raise InvalidInstance(
+                "vLLM instance %r: quantization %r needs %s (vllm/platforms/rocm.py), and its GPUs are %s; choose "
+                "another method (%s) or other gpus"
+                % (
+                    name,
+                    merged["quantization"],
+                    needs,
+                    ", ".join(refused),
+                    ", ".join(q for q in QUANTIZATIONS if q not in QUANTIZATION_ARCHS or
+                              all(QUANTIZATION_ARCHS[q][1](gfx) for gfx in used)),
+                )
+            )
     available = len(gpus) or gpu_count
     merged["tensor_parallel_size"] = _int(merged, "tensor_parallel_size", 1, max(available, 1))
     if merged["max_model_len"] not in (None, ""):
@@ -139,11 +188,11 @@ def serve_args(instance):
         instance["dtype"],
         "--gpu-memory-utilization",
         repr(instance["gpu_memory_utilization"]),
-        "--block-size",
-        str(instance["block_size"]),
         "--tensor-parallel-size",
         str(instance["tensor_parallel_size"]),
     ]
+    if instance["block_size"]:
+        args += ["--block-size", str(instance["block_size"])]
     if instance["max_model_len"]:
         args += ["--max-model-len", str(instance["max_model_len"])]
     if instance["quantization"]:
@@ -169,9 +218,9 @@ def hip_visible_devices(gpus, hip_devices=None):
     return ""
 
 
-def validate_instances(instances, gpu_count, hip_devices=None):
+def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
     """Validate every instance (names and ports unique on a host); the result holds no API key."""
-    validated = [validate_instance(instance, gpu_count) for instance in instances]
+    validated = [validate_instance(instance, gpu_count, gpu_archs) for instance in instances]
     for field in ("name", "port"):
         values = [instance[field] for instance in validated]
         duplicates = sorted(set(value for value in values if values.count(value) > 1))

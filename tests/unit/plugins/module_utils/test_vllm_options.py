@@ -28,8 +28,6 @@ def test_defaults_and_serve_args():
         "auto",
         "--gpu-memory-utilization",
         "0.9",
-        "--block-size",
-        "16",
         "--tensor-parallel-size",
         "1",
         "--max-model-len",
@@ -110,3 +108,44 @@ def test_validated_instances_carry_their_hip_visible_devices():
         [instance(name="a", port=8000, gpus=[0]), instance(name="b", port=8001, gpus=[1])], 2, "1,3"
     )
     assert (first["hip_visible_devices"], second["hip_visible_devices"]) == ("1", "3")
+
+
+def test_block_size_passed_only_when_set():
+    # vLLM picks the block size per attention backend (ROCm's sparse MLA needs 1): no default is forced on it.
+    (unset,) = validate_instances([instance()], 1)
+    assert unset["block_size"] is None and "--block-size" not in unset["serve_args"]
+    (chosen,) = validate_instances([instance(block_size="32")], 1)
+    assert chosen["serve_args"][-2:] == ["--block-size", "32"]
+
+
+@pytest.mark.parametrize(
+    "quantization, archs, gpus, refused",
+    [
+        # vllm/platforms/rocm.py: bitsandbytes only off gfx9; the fp8 methods need fp8 hardware (supports_fp8).
+        ("bitsandbytes", ["gfx942"] * 8, [], "gfx942"),
+        ("bitsandbytes", ["gfx1100"], [], None),
+        ("fp8", ["gfx90a", "gfx90a"], [], "gfx90a"),
+        ("ptpc_fp8", ["gfx90a"], [], "gfx90a"),
+        ("fp8", ["gfx942"], [], None),
+        ("fp8", ["gfx950"], [], None),
+        ("fbgemm_fp8", ["gfx1201"], [], None),
+        # Only the GPUs the instance uses count: an MI300X instance on a host that also holds an MI210.
+        ("fp8", ["gfx90a", "gfx942"], [1], None),
+        ("fp8", ["gfx90a", "gfx942"], [0], "gfx90a"),
+        ("awq", ["gfx90a"], [], None),
+        ("mxfp4", ["gfx90a"], [], None),
+    ],
+)
+def test_quantization_follows_the_rocm_platform_per_arch(quantization, archs, gpus, refused):
+    request = instance(quantization=quantization, gpus=gpus)
+    if refused:
+        with pytest.raises(InvalidInstance, match="quantization %r needs .* its GPUs are %s" % (quantization, refused)):
+            validate_instance(request, len(archs), archs)
+    else:
+        assert validate_instance(request, len(archs), archs)["quantization"] == quantization
+
+
+def test_quantization_refusal_lists_what_the_gpus_take():
+    with pytest.raises(InvalidInstance) as error:
+        validate_instance(instance(quantization="fp8"), 1, ["gfx90a"])
+    assert "awq" in str(error.value) and "fp8," not in str(error.value) and "bitsandbytes" not in str(error.value)
