@@ -20,7 +20,7 @@ with only the base URL changed:
 The packages are small but carry ROCm's package names, versions, dependencies and paths:
 /opt/rocm-<ROCM>/ with real shared libraries (libhipblas.so.2 ...), the /opt/rocm alternative that
 rocm-core registers, a rocminfo that prints an output captured from an 8x MI300X server, and a
-hipcc that compiles host code with the system g++. amdgpu-dkms ships its DKMS source tree
+hipcc that compiles host code with a real clang (Debian's, standing in for ROCm's). amdgpu-dkms ships its DKMS source tree
 (/usr/src/amdgpu-VERSION/dkms.conf) and, like the real package, writes no reboot marker. The
 result is cached, keyed by this script and the fixtures it reads.
 """
@@ -46,6 +46,8 @@ RELEASES = (("7.0.2", "30.10.2", "6.14.14"),)
 # Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12).
 DEBIAN_SUITE = "bookworm"
 DEBIAN_PACKAGES = ("gcc-11", "g++-11")
+# The Debian clang that stands in for ROCm's (rocm-llvm); the guest image carries it.
+CLANG_PACKAGE = "clang-16"
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vllm": "v0.11.0-fixture"}
@@ -108,15 +110,20 @@ def rocm_packages(rocm, suite):
             {},
         ),
         (
+            # Real hipcc runs ROCm's clang from $HIP_CLANG_PATH (default $ROCM_PATH/lib/llvm/bin). Here that clang is
+            # Debian's (rocm-llvm below links it in), compiling host code only, so the GCC installation it picks (the
+            # newest under /usr/lib/gcc, headers or not) is clang's own choice, as on a real host: the cause of
+            # "'cmath' file not found" (pytorch/pytorch#100560, ../shared/UPSTREAM.md "What users hit most").
             "hipcc",
             version("1.1.1"),
-            ["rocm-core"],
+            ["rocm-core", "rocm-llvm"],
             {
                 prefix + "/bin/hipcc": "#!/bin/bash\n"
-                "# Host-only compile: --offload-arch is accepted and logged, the code is built by the system g++.\n"
+                "# Host-only compile: --offload-arch is accepted and logged, the code is built by ROCm's clang.\n"
+                'rocm=${ROCM_PATH:-%s}\nclang=${HIP_CLANG_PATH:-$rocm/lib/llvm/bin}/clang++\n'
                 'args=()\nfor a in "$@"; do\n  case "$a" in\n'
                 '    --offload-arch=*) echo "$a" >>"${HIPCC_ARCH_LOG:-/dev/null}" ;;\n'
-                '    *) args+=("$a") ;;\n  esac\ndone\nexec g++ "${args[@]}"\n',
+                '    *) args+=("$a") ;;\n  esac\ndone\nexec "$clang" "${args[@]}"\n' % prefix,
             },
             {},
         ),
@@ -156,11 +163,15 @@ def rocm_packages(rocm, suite):
             {},
         ),
         (
+            # ROCm's LLVM (clang, clang++ and libomp under lib/llvm). The fixture's clang is Debian's clang-16, which the
+            # guest image carries (molecule/shared/vm/build-image.sh), linked where ROCm's would be.
             "rocm-llvm",
             version("20.0.0.25314"),
-            ["rocm-core"],
+            ["rocm-core", CLANG_PACKAGE],
             {
                 prefix + "/lib/llvm/lib/libomp.so.20": ("so", "libomp.so.20"),
+                prefix + "/lib/llvm/bin/clang": ("link", "/usr/bin/clang-16"),
+                prefix + "/lib/llvm/bin/clang++": ("link", "/usr/bin/clang++-16"),
             },
             {},
         ),

@@ -10,6 +10,9 @@ suite=bookworm
 mirror=${INSTINCT_DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,python3-apt,python3-venv,python3-pip,python3-dev,git,g++,make,kmod,iproute2,ca-certificates,curl,procps,less
+# Debian's clang stands in for the clang of ROCm's rocm-llvm package (the fixture links it under /opt/rocm/lib/llvm):
+# the fixture hipcc compiles with it, so the GCC installation it picks is a real clang's choice.
+packages+=,clang-16
 disk_size=6G
 
 key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
