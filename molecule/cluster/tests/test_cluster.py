@@ -47,13 +47,16 @@ def test_each_stack_holds_its_runtime_closure(host):
 
 
 def test_hipcc_finds_cxx_headers_beside_two_gccs(host):
-    # prepare.yml left gcc-12 without g++-12 beside g++-11, where clang alone fails on <cmath>.
+    # The toolchain role made GCC 11 the default (update-alternatives), but ROCm's clang ignores that and takes the
+    # newest GCC installation, 12: hipcc compiles only because the role installed that one's C++ headers.
     gccs = host.check_output("ls /usr/lib/gcc/x86_64-linux-gnu").split()
     assert {"11", "12"} <= set(gccs), gccs
+    assert host.check_output("g++ -dumpversion").split(".")[0] == "11"
     selected = host.run("/opt/rocm/lib/llvm/bin/clang++ -v -x c++ -fsyntax-only /dev/null")
     assert "Selected GCC installation: /usr/lib/gcc/x86_64-linux-gnu/12" in selected.stderr, selected.stderr
-    source = "#include <cmath>\\n#include <cstdio>\\nint main() { std::printf(\"%.1f\\\\n\", std::sqrt(16.0)); }\\n"
-    host.check_output("printf '%s' > /tmp/cmath_probe.cpp", source)
+    assert host.package("libstdc++-12-dev").is_installed
+    source = '#include <cmath>\n#include <cstdio>\nint main() { std::printf("%.1f", std::sqrt(16.0)); }\n'
+    host.check_output("printf '%%s' %s > /tmp/cmath_probe.cpp", source)
     build = host.run("/opt/rocm/bin/hipcc --offload-arch=gfx942 -o /tmp/cmath_probe /tmp/cmath_probe.cpp")
     assert build.rc == 0, build.stderr
     assert host.check_output("/tmp/cmath_probe") == "4.0"
