@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, instinct.stack contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lock of a stack: every wheel of its runtime closure, with its version and sha256.
+
+The build host resolves the closure once (`pip download` of the built wheels, with their dependencies, from the
+same index or mirror the hosts use) and writes a requirements file in pip's hash-checking form. Every inference
+host installs exactly that file with `pip install --require-hashes --no-deps`, so all hosts hold byte-identical
+stacks and a changed file on the index or mirror stops the install instead of slipping in.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+LOCK_FILE = "stack-lock.txt"
+LOCK_INFO = "stack-lock.json"
+# {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl (PEP 427)
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+class LockError(Exception):
+    pass
+
+
+def canonical_name(name):
+    """PEP 503 normalised project name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_identity(filename):
+    """(project name, version) of a wheel file name; LockError for anything that is not a wheel."""
+    match = WHEEL_NAME.match(os.path.basename(filename))
+    if not match:
+        raise LockError(
+            "%s is not a wheel: the stack installs wheels only (--only-binary=:all:); build it into the "
+            "mirror's wheelhouse or drop the requirement that pulls it" % os.path.basename(filename)
+        )
+    return canonical_name(match.group("name")), match.group("version")
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def packages_from_files(paths):
+    """{name: {"version", "sha256", "file"}} for wheel files; a project that appears twice is an error."""
+    packages = {}
+    for path in sorted(paths):
+        name, version = wheel_identity(path)
+        if name in packages:
+            raise LockError("two wheels of %s in the closure: %s and %s" % (name, packages[name]["file"], path))
+        packages[name] = {"version": version, "sha256": sha256(path), "file": os.path.basename(path)}
+    return packages
+
+
+def lock_text(key, packages):
+    """The requirements file: one pinned, hashed line per wheel, sorted, nothing that varies between runs."""
+    lines = [
+        "# instinct.stack lock of stack %s: the whole runtime closure, one wheel each." % key,
+        "# Install with: pip install --require-hashes --no-deps --only-binary=:all: -r %s" % LOCK_FILE,
+    ]
+    for name in sorted(packages):
+        entry = packages[name]
+        lines.append("%s==%s --hash=sha256:%s" % (name, entry["version"], entry["sha256"]))
+    return "\n".join(lines) + "\n"
+
+
+def read_lock(lock_dir, key):
+    """The published lock of key as {"key", "sha256", "packages", "path"}, or None."""
+    info_path = os.path.join(lock_dir, key, LOCK_INFO)
+    lock_path = os.path.join(lock_dir, key, LOCK_FILE)
+    if not (os.path.isfile(info_path) and os.path.isfile(lock_path)):
+        return None
+    with open(info_path) as handle:
+        info = json.load(handle)
+    info["path"] = lock_path
+    return info
+
+
+def resolve(python, wheels, pip_args, workdir, runner=subprocess.run):
+    """Download the wheels' runtime closure (the wheels themselves included) into workdir; return the files."""
+    argv = [
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--only-binary=:all:",
+        "--dest",
+        workdir,
+    ] + list(pip_args) + list(wheels)
+    proc = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if proc.returncode != 0:
+        raise LockError(
+            "pip could not resolve the stack's runtime closure (is every requirement in the index or the mirror's "
+            "wheelhouse?):\n%s" % "\n".join(proc.stdout.splitlines()[-25:])
+        )
+    return [os.path.join(workdir, name) for name in os.listdir(workdir) if name.endswith((".whl", ".tar.gz", ".zip"))]
+
+
+def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run):
+    """Publish the lock of key under lock_dir (atomically) unless it exists; return (info, changed)."""
+    published = read_lock(lock_dir, key)
+    if published:
+        return published, False
+    missing = [wheel for wheel in wheels if not os.path.isfile(wheel)]
+    if missing:
+        raise LockError("the stack's wheels are missing on the build host: %s" % ", ".join(missing))
+    if not os.path.isdir(lock_dir):
+        os.makedirs(lock_dir)
+    staging = tempfile.mkdtemp(prefix=".%s." % key, dir=lock_dir)
+    try:
+        downloads = os.path.join(staging, "wheels")
+        os.makedirs(downloads)
+        packages = packages_from_files(resolve(python, wheels, pip_args, downloads, runner))
+        for wheel in wheels:
+            name, version = wheel_identity(wheel)
+            if packages.get(name, {}).get("sha256") != sha256(wheel):
+                raise LockError("pip resolved %s to another file than the built %s" % (name, os.path.basename(wheel)))
+        text = lock_text(key, packages)
+        shutil.rmtree(downloads)
+        with open(os.path.join(staging, LOCK_FILE), "w") as handle:
+            handle.write(text)
+        info = {"key": key, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "packages": packages}
+        with open(os.path.join(staging, LOCK_INFO), "w") as handle:
+            json.dump(info, handle, indent=2, sort_keys=True)
+        os.chmod(staging, 0o755)
+        os.rename(staging, os.path.join(lock_dir, key))
+    except Exception:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return read_lock(lock_dir, key), True
