@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, instinct.stack contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances."""
+"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances, mirror URLs."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
-from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import mirror_url
+from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import git_config_env, git_mirror_rewrites, mirror_url
 from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
 
 
@@ -44,4 +44,6 @@ class FilterModule(object):
             "rocm_arch": _rocm_arch,
             "vllm_instances": _vllm_instances,
             "mirror_url": mirror_url,
+            "git_mirror_rewrites": git_mirror_rewrites,
+            "git_config_env": git_config_env,
         }

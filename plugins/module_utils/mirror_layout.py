@@ -30,3 +30,30 @@ def mirror_url(url, base):
     if not base:
         return url
     return "%s/%s" % (base.rstrip("/"), mirror_path(url))
+
+
+def git_mirror_rewrites(hosts, base):
+    """git url.<base>.insteadOf rules that send every https://HOST/ URL of hosts to the mirror's git/HOST/.
+
+    Submodules name their repositories with absolute upstream URLs (PyTorch's .gitmodules: https://github.com/...);
+    rewriting by prefix sends them, and any repository on those hosts, to the mirror, where `instinct-stack mirror
+    build` stored them at git/HOST/PATH.git. Empty without a mirror.
+    """
+    if not base:
+        return {}
+    return dict(("https://%s/" % host, "%s/git/%s/" % (base.rstrip("/"), host)) for host in hosts)
+
+
+def git_config_env(rewrites):
+    """Environment that gives git the rewrites as configuration (GIT_CONFIG_COUNT, git >= 2.31), for one command.
+
+    Nothing is written to a gitconfig on the host, so the rewrites hold for the roles' clones and submodule updates
+    and nothing else.
+    """
+    env = {}
+    for index, prefix in enumerate(sorted(rewrites or {})):
+        env["GIT_CONFIG_KEY_%d" % index] = "url.%s.insteadOf" % rewrites[prefix]
+        env["GIT_CONFIG_VALUE_%d" % index] = prefix
+    if env:
+        env["GIT_CONFIG_COUNT"] = str(len(rewrites))
+    return env

@@ -14,6 +14,7 @@ Layout (what the roles expect under instinct_mirror_url):
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 from instinct_stack.collection import collection_module
 
 mirror_path = collection_module("mirror_layout").mirror_path
+git_config_env = collection_module("mirror_layout").git_config_env
 
 MANIFEST = "manifest.json"
 
@@ -52,6 +54,9 @@ def load_config(path):
             raise MirrorError("%s: missing %r" % (path, key))
     config.setdefault("key_url", config["repo_base_url"].rstrip("/") + "/rocm/rocm.gpg.key")
     config.setdefault("git", {})
+    # url.<replacement>.insteadOf rules for fetching upstream (a proxy or another mirror in front of github.com);
+    # repositories are still stored under their upstream URL's git/HOST/PATH.git.
+    config.setdefault("git_rewrites", {})
     config.setdefault("wheels", [])
     config.setdefault("pip_args", [])
     return config
@@ -218,6 +223,7 @@ def sign_repositories(config, dest, work):
 def git_repositories(config, dest, work):
     """git clone --mirror each source, then every submodule its pinned ref names, recursively."""
     mirrored = {}
+    fetch_env = dict(os.environ, **git_config_env(config["git_rewrites"]))
 
     def mirror(url):
         if url in mirrored:
@@ -225,7 +231,10 @@ def git_repositories(config, dest, work):
         target = dest / mirror_path(url)
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():
-            run(["git", "clone", "--quiet", "--mirror", url, str(target)])
+            try:
+                run(["git", "clone", "--quiet", "--mirror", url, str(target)], env=fetch_env)
+            except MirrorError as error:
+                raise MirrorError("cannot mirror %s (git_rewrites: %s): %s" % (url, config["git_rewrites"], error)) from None
         run(["git", "update-server-info"], cwd=target)
         mirrored[url] = target
         return target

@@ -58,6 +58,19 @@ def test_every_source_is_the_mirror(host):
         assert remote.startswith(mirror + "/git/127.0.0.1/git/"), remote
 
 
+def test_absolute_submodule_urls_were_rewritten_to_the_mirror(host):
+    # The fixture PyTorch's .gitmodules names https://github.com/ as upstream's does; the checkout keeps that URL, its
+    # content came from the mirror's git/github.com/ through the role's insteadOf rule, and the build read it.
+    src = "/var/lib/instinct-stack/src/pytorch"
+    url = host.check_output("sudo git -C %s config -f .gitmodules submodule.third_party/fixture-lib.url", src)
+    assert url == "https://github.com/pytorch/fixture-lib.git"
+    assert "fixture-lib" in host.check_output("sudo cat %s/third_party/fixture-lib/VERSION", src)
+    assert http_code(host, mirror_url() + "/git/github.com/pytorch/fixture-lib.git/info/refs") == "200"
+    # No rewrite was written into a gitconfig: it lived in the clone's environment only.
+    assert host.run("sudo git config --global --get-regexp '^url\\.'").stdout == ""
+    assert host.run("sudo git config --system --get-regexp '^url\\.'").stdout == ""
+
+
 def test_stack_and_service_from_the_mirror(host):
     verified = json.loads(host.file(host.file("/opt/instinct-stack/current").linked_to + "/.verified").content_string)
     assert verified["hip"].startswith("7.0.2") and verified["platform"] == "rocm"

@@ -51,6 +51,9 @@ CLANG_PACKAGE = "clang-16"
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vllm": "v0.11.0-fixture"}
+# The fixture PyTorch's submodule, named as upstream's .gitmodules name theirs (pytorch/pytorch .gitmodules: absolute
+# https://github.com/ URLs; ../shared/UPSTREAM.md). Nothing fetches this URL: every clone rewrites it to a mirror.
+SUBMODULE_URL = "https://github.com/pytorch/fixture-lib.git"
 # The requirements the wheelhouse serves, with their dependency closure.
 WHEELHOUSE = os.path.join(HERE, "wheelhouse.txt")
 GIT_ENV = {
@@ -330,7 +333,14 @@ def source_repos(work, out):
         return git(bare, "rev-parse", "HEAD")
 
     os.makedirs(out)
-    publish_repo("pytorch-third-party", commit_tree("pytorch-third-party"))
+    third_party = commit_tree("pytorch-third-party")
+    publish_repo("pytorch-third-party", third_party)
+    # Also where a mirror keeps the submodule's absolute upstream URL (git/HOST/PATH.git): the roles reach it there by
+    # rewriting https://github.com/ (pytorch_git_rewrites), as they reach the real submodules through a site mirror.
+    upstream_style = os.path.join(out, collection_module("mirror_layout").mirror_path(SUBMODULE_URL)[len("git/") :])
+    os.makedirs(os.path.dirname(upstream_style))
+    git(work, "clone", "-q", "--bare", third_party, upstream_style)
+    git(upstream_style, "update-server-info")
     triton_commit = publish_repo("triton", commit_tree("triton"))
 
     def pin_triton_and_add_submodule(tree):
@@ -338,8 +348,8 @@ def source_repos(work, out):
         with open(pin, "w") as handle:
             handle.write(triton_commit + "\n")
         git(tree, "submodule", "add", "-q", os.path.join(out, "pytorch-third-party.git"), "third_party/fixture-lib")
-        # As in a rewritten mirror: the submodule resolves next to the superproject, wherever it is served.
-        git(tree, "config", "-f", ".gitmodules", "submodule.third_party/fixture-lib.url", "../pytorch-third-party.git")
+        # As upstream's .gitmodules: an absolute https://github.com/ URL, which only a rewrite sends to a mirror.
+        git(tree, "config", "-f", ".gitmodules", "submodule.third_party/fixture-lib.url", SUBMODULE_URL)
 
     pytorch = commit_tree("pytorch", pin_triton_and_add_submodule)
     git(pytorch, "tag", SOURCE_REFS["pytorch"])
