@@ -22,9 +22,9 @@ def _max_jobs(cpu_count, mem_total_mb, mem_per_job_mb=4096, reserve_mb=2048, lim
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _rocm_arch(archs):
+def _rocm_arch(archs, allow_radeon=False):
     try:
-        return pytorch_rocm_arch(archs)
+        return pytorch_rocm_arch(archs, allow_radeon)
     except UnknownArchError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -1,0 +1,38 @@
+"""The filters as the roles call them: errors become AnsibleFilterError with the module_utils message."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.instinct.stack.plugins.filter.build import FilterModule
+
+FILTERS = FilterModule().filters()
+
+
+def test_every_filter_has_its_documentation_file():
+    import os
+
+    here = os.path.join(os.path.dirname(FILTERS["rocm_arch"].__code__.co_filename))
+    assert sorted(name for name in FILTERS if not os.path.isfile(os.path.join(here, name + ".yml"))) == [
+        "vllm_instances"
+    ]  # vllm_instances is documented by the vllm_service role's argument_specs
+
+
+def test_rocm_arch_takes_radeon_only_when_allowed():
+    assert FILTERS["rocm_arch"](["gfx942", "gfx90a"]) == "gfx90a;gfx942"
+    with pytest.raises(AnsibleFilterError, match="gfx1100.*allow_radeon=true also"):
+        FILTERS["rocm_arch"](["gfx942", "gfx1100"])
+    assert FILTERS["rocm_arch"](["gfx942", "gfx1100"], allow_radeon=True) == "gfx1100;gfx942"
+
+
+def test_vllm_instances_errors_name_the_option():
+    with pytest.raises(AnsibleFilterError, match="quantization 'fp8' needs fp8 hardware"):
+        FILTERS["vllm_instances"]([{"name": "a", "model": "m", "quantization": "fp8"}], 1, "", ["gfx90a"])
+
+
+def test_git_filters_compose():
+    rewrites = FILTERS["git_mirror_rewrites"](["github.com"], "http://mirror/")
+    assert FILTERS["git_config_env"](rewrites) == {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "url.http://mirror/git/github.com/.insteadOf",
+        "GIT_CONFIG_VALUE_0": "https://github.com/",
+    }
