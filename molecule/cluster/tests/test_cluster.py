@@ -60,3 +60,20 @@ def test_hipcc_finds_cxx_headers_beside_two_gccs(host):
     build = host.run("/opt/rocm/bin/hipcc --offload-arch=gfx942 -o /tmp/cmath_probe /tmp/cmath_probe.cpp")
     assert build.rc == 0, build.stderr
     assert host.check_output("/tmp/cmath_probe") == "4.0"
+
+
+def test_both_hosts_hold_the_same_locked_closure(host):
+    mine = stack(host)
+    node1 = host.get_host("ansible://node1", ansible_inventory=host.backend.ansible_inventory)
+    lock = mine["lock"]
+    assert lock["sha256"] == stack(node1)["lock"]["sha256"]
+    assert host.file(lock["file"]).sha256sum == lock["sha256"]
+    # Every installed distribution is a locked one at the locked version (amdsmi comes from ROCm's own tree).
+    installed = json.loads(host.check_output("/opt/instinct-stack/current/venv/bin/pip list --format json"))
+    versions = {entry["name"].lower().replace("_", "-"): entry["version"] for entry in installed}
+    versions.pop("amdsmi")
+    for tool in ("pip", "setuptools"):  # the virtualenv's own
+        versions.pop(tool, None)
+    assert versions == {name: entry["version"] for name, entry in lock["packages"].items()}
+    for name in ("torch", "triton", "vllm", "sympy"):
+        assert name in lock["packages"] or name.replace("triton", "pytorch-triton-rocm") in lock["packages"], name
