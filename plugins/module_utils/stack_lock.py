@@ -112,8 +112,12 @@ def resolve(python, wheels, pip_args, workdir, runner=subprocess.run):
     return [os.path.join(workdir, name) for name in os.listdir(workdir) if name.endswith((".whl", ".tar.gz", ".zip"))]
 
 
-def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run):
-    """Publish the lock of key under lock_dir (atomically) unless it exists; return (info, changed)."""
+def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflicting=()):
+    """Publish the lock of key under lock_dir (atomically) unless it exists; return (info, changed).
+
+    conflicting names projects that must come from the built wheels only (torch, triton under both its names ...):
+    the closure pulling one of them from the index is an error.
+    """
     published = read_lock(lock_dir, key)
     if published:
         return published, False
@@ -127,10 +131,21 @@ def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run):
         downloads = os.path.join(staging, "wheels")
         os.makedirs(downloads)
         packages = packages_from_files(resolve(python, wheels, pip_args, downloads, runner))
+        built = {}
         for wheel in wheels:
             name, version = wheel_identity(wheel)
+            built[name] = wheel
             if packages.get(name, {}).get("sha256") != sha256(wheel):
                 raise LockError("pip resolved %s to another file than the built %s" % (name, os.path.basename(wheel)))
+        foreign = sorted(name for name in packages if canonical_name(name) in set(map(canonical_name, conflicting))
+                         and name not in built)
+        if foreign:
+            raise LockError(
+                "the closure takes %s from the index beside the stack's own builds (%s): a requirement names it, and "
+                "the index's build is CUDA's and installs the same modules. Build it under that name (for Triton: "
+                "triton_wheel_name) or drop the requirement."
+                % (", ".join("%s %s" % (name, packages[name]["file"]) for name in foreign), ", ".join(sorted(built)))
+            )
         text = lock_text(key, packages)
         shutil.rmtree(downloads)
         with open(os.path.join(staging, LOCK_FILE), "w") as handle:

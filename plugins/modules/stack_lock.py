@@ -44,6 +44,13 @@ options:
     description: The stack key.
     type: str
     required: true
+  conflicting:
+    description:
+      - Projects that may come only from O(wheels) (C(torch), C(triton), C(pytorch-triton-rocm) ...). The closure
+        taking one of them from the index (the CUDA build, installing the same modules) is an error naming it.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Reports whether the lock would be made, without resolving.
@@ -93,6 +100,7 @@ def main():
             pip_args=dict(type="list", elements="str", default=[]),
             lock_dir=dict(type="path", required=True),
             key=dict(type="str", required=True, no_log=False),
+            conflicting=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -101,7 +109,9 @@ def main():
     if module.check_mode and not published:
         module.exit_json(changed=True)
     try:
-        info, changed = lock(p["python"], p["wheels"], p["pip_args"], p["lock_dir"], p["key"])
+        info, changed = lock(
+            p["python"], p["wheels"], p["pip_args"], p["lock_dir"], p["key"], conflicting=p["conflicting"]
+        )
     except LockError as exc:
         module.fail_json(msg="%s: %s" % (p["key"], exc))
     module.exit_json(changed=changed, lock_file=info["path"], sha256=info["sha256"], packages=info["packages"])

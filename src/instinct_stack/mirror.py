@@ -58,6 +58,9 @@ def load_config(path):
     # repositories are still stored under their upstream URL's git/HOST/PATH.git.
     config.setdefault("git_rewrites", {})
     config.setdefault("wheels", [])
+    # "name==version" of what the stack builds from source (torch, torchvision, triton): the wheelhouse holds the
+    # closure around them, never a prebuilt copy (PyPI's torch is a CUDA build).
+    config.setdefault("built_by_the_stack", [])
     config.setdefault("pip_args", [])
     return config
 
@@ -289,27 +292,65 @@ def git_repositories(config, dest, work):
     }
 
 
+PLACEHOLDER = "instinct.placeholder"
+
+
+def placeholder_wheels(built, directory):
+    """An empty wheel for each "name==version" the stack builds itself, at version+instinct.placeholder, and the
+    requirements that make pip take them. With them on --find-links, pip resolves a closure (timm needs torch and
+    torchvision, xgrammar needs triton) around the source builds instead of downloading PyPI's CUDA ones."""
+    from wheel.wheelfile import WheelFile  # maintained by the PyPA; writes the RECORD
+
+    pins = []
+    for requirement in built:
+        name, version = requirement.split("==", 1)
+        version = "%s+%s" % (version, PLACEHOLDER)
+        stem = "%s-%s" % (re.sub(r"[-_.]+", "_", name), version)
+        with WheelFile(str(Path(directory) / ("%s-py3-none-any.whl" % stem)), "w") as wheel:
+            wheel.writestr(
+                "%s.dist-info/METADATA" % stem, "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)
+            )
+            wheel.writestr(
+                "%s.dist-info/WHEEL" % stem,
+                "Wheel-Version: 1.0\nGenerator: instinct-stack\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            )
+        pins.append("%s==%s" % (name, version))
+    return pins
+
+
+def download_wheels(target, requirements, pip_args, built=(), python="python3"):
+    """pip download of requirements with their closure into target, wheels only; the stack's own builds stand in
+    as placeholders during the resolution and are removed after it."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="instinct-placeholders-") as placeholders:
+        pins = placeholder_wheels(built, placeholders)
+        extra = ["--find-links", placeholders, *pins] if pins else []
+        run(
+            [
+                python,
+                "-m",
+                "pip",
+                "download",
+                "--disable-pip-version-check",
+                "--quiet",
+                "--only-binary=:all:",
+                "-d",
+                str(target),
+                *pip_args,
+                *extra,
+                *requirements,
+            ]
+        )
+    for path in target.glob("*%s*" % PLACEHOLDER):
+        path.unlink()
+    return sorted(p.name for p in target.iterdir())
+
+
 def wheelhouse(config, dest):
     if not config["wheels"]:
         return []
-    target = dest / "wheels"
-    target.mkdir(exist_ok=True)
-    run(
-        [
-            "python3",
-            "-m",
-            "pip",
-            "download",
-            "--disable-pip-version-check",
-            "--quiet",
-            "--only-binary=:all:",
-            "-d",
-            str(target),
-            *config["pip_args"],
-            *config["wheels"],
-        ]
-    )
-    return sorted(p.name for p in target.iterdir())
+    return download_wheels(dest / "wheels", config["wheels"], config["pip_args"], config["built_by_the_stack"])
 
 
 def write_manifest(dest, summary):

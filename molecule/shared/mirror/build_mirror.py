@@ -10,7 +10,7 @@ with only the base URL changed:
     rocm/rocm.gpg.key                             armored signing key (a test key made here)
     rocm/apt/<ROCM>/dists/<suite>/...             ROCm packages: rocm-core, hsa-rocr, rocminfo, hipcc, hipblas, ...
     amdgpu/<AMDGPU>/ubuntu/dists/<suite>/...      amdgpu-dkms
-    git/{pytorch,triton,vllm,pytorch-third-party}.git   bare repositories (dumb HTTP) of the fixture
+    git/{pytorch,vision,triton,vllm,pytorch-third-party}.git   bare repositories (dumb HTTP) of the fixture
                                                   sources in sources/, at the refs in SOURCE_REFS
     wheels/                                       the Python build requirements, for pip --find-links
     debian/dists/bookworm/...                     the Debian packages the roles install that the guest
@@ -28,6 +28,7 @@ result is cached, keyed by this script and the fixtures it reads.
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,12 @@ import tempfile
 
 # The mirror CLI's apt index and signing helpers: run this script with the project's .venv python.
 from instinct_stack.collection import collection_module  # noqa: E402
-from instinct_stack.mirror import dependency_closure, new_signing_key, write_signed_index  # noqa: E402
+from instinct_stack.mirror import (  # noqa: E402
+    dependency_closure,
+    download_wheels,
+    new_signing_key,
+    write_signed_index,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -50,10 +56,15 @@ DEBIAN_PACKAGES = ("gcc-11", "g++-11")
 CLANG_PACKAGE = "clang-16"
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
-SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vllm": "v0.11.0-fixture"}
+SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.0-fixture"}
 # The fixture PyTorch's submodule, named as upstream's .gitmodules name theirs (pytorch/pytorch .gitmodules: absolute
 # https://github.com/ URLs; ../shared/UPSTREAM.md). Nothing fetches this URL: every clone rewrites it to a mirror.
 SUBMODULE_URL = "https://github.com/pytorch/fixture-lib.git"
+# What the roles build from source, at the fixtures' versions (sources/pytorch/version.txt, sources/vision,
+# sources/triton): the wheelhouse holds the closure around them, never a copy from the index.
+BUILT_BY_THE_STACK = ("torch==2.9.0", "torchvision==0.24.0", "triton==3.5.0")
+# Names no wheelhouse line may pin: the stack's own builds, and amdsmi, which comes from ROCm's share/amd_smi.
+STACK_PROVIDED = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "amdsmi"}
 # The requirements the wheelhouse serves, with their dependency closure.
 WHEELHOUSE = os.path.join(HERE, "wheelhouse.txt")
 GIT_ENV = {
@@ -362,47 +373,40 @@ def source_repos(work, out):
     git(work, "clone", "-q", "--bare", pytorch, bare)
     git(bare, "fetch", "-q", pytorch, "refs/tags/*:refs/tags/*", "broken-hipify:broken-hipify")
     git(bare, "update-server-info")
-    vllm = commit_tree("vllm")
-    git(vllm, "tag", SOURCE_REFS["vllm"])
-    publish_repo("vllm", vllm)
-    git(os.path.join(out, "vllm.git"), "fetch", "-q", vllm, "refs/tags/*:refs/tags/*")
-    git(os.path.join(out, "vllm.git"), "update-server-info")
+    for name in ("vision", "vllm"):
+        tree = commit_tree(name)
+        git(tree, "tag", SOURCE_REFS[name])
+        publish_repo(name, tree)
+        git(os.path.join(out, name + ".git"), "fetch", "-q", tree, "refs/tags/*:refs/tags/*")
+        git(os.path.join(out, name + ".git"), "update-server-info")
 
 
 def wheel_requirements(path=WHEELHOUSE):
-    """The requirement lines of a requirements file, its -r includes expanded, comments dropped."""
+    """The requirement lines of a requirements file, its -r includes expanded, comments and pip options dropped, and
+    without what the stack provides itself: every line that mentions torch (vLLM's use_existing_torch.py rule),
+    triton and amdsmi (the roles drop those pins from vLLM's files too: the source build and ROCm's own amdsmi)."""
     lines = []
     with open(path) as handle:
         for raw in handle:
             line = raw.split("#", 1)[0].strip()
             if line.startswith("-r "):
                 lines += wheel_requirements(os.path.join(os.path.dirname(path), line[3:].strip()))
-            elif line:
-                lines.append(line)
-    return lines
+            elif line and not line.startswith("-") and "torch" not in line.lower():
+                if re.split(r"[\s=<>!~;\[]", line, 1)[0].lower() not in STACK_PROVIDED:
+                    lines.append(line)
+    return list(dict.fromkeys(lines))
 
 
 def wheelhouse(out):
-    """Real wheels with their dependency closure; requirements.txt beside them says what was asked for, so a
-    mirror built from this one (instinct-stack mirror build) can ask for the same."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--only-binary=:all:",
-            "-d",
-            out,
-            "-r",
-            WHEELHOUSE,
-        ],
-        check=True,
-    )
+    """Real wheels with their dependency closure, resolved around placeholders for the stack's own builds;
+    requirements.txt and built-by-the-stack.txt beside them say what was asked for, so a mirror built from this one
+    (instinct-stack mirror build) can ask for the same."""
+    requirements = wheel_requirements()
+    download_wheels(out, requirements, [], BUILT_BY_THE_STACK, python=sys.executable)
     with open(os.path.join(out, "requirements.txt"), "w") as handle:
-        handle.write("".join(line + "\n" for line in wheel_requirements()))
+        handle.write("".join(line + "\n" for line in requirements))
+    with open(os.path.join(out, "built-by-the-stack.txt"), "w") as handle:
+        handle.write("".join(line + "\n" for line in BUILT_BY_THE_STACK))
 
 
 def recipe_key(image_packages_file):

@@ -157,3 +157,130 @@ def test_the_wheelhouse_serves_what_the_pytorch_fixture_requires():
     assert {"cmake", "ninja", "numpy", "pyyaml", "setuptools"} <= build
     assert {"sympy", "networkx", "jinja2", "fsspec", "filelock", "typing-extensions"} == runtime
     assert build | runtime <= served
+
+
+def fixture_tree(tmp_path, name):
+    """A committed copy of a fixture source tree."""
+    import shutil
+
+    tree = tmp_path / name
+    shutil.copytree(os.path.join(SOURCES, name), tree, ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=tree, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tree, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "fixture"], cwd=tree, check=True)
+    return tree
+
+
+def tools_on_path(tmp_path, tools):
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    for name, script in tools.items():
+        (bin_dir / name).write_text(script)
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir)
+
+
+CMAKE_3 = "#!/bin/sh\necho 'cmake version 3.31.6'\n"
+CMAKE_4 = "#!/bin/sh\necho 'cmake version 4.1.2'\n"
+NINJA = "#!/bin/sh\necho 1.13.0\n"
+
+
+def triton_bdist_wheel(tmp_path, tools, extra_env=None):
+    tree = fixture_tree(tmp_path, "triton")
+    env = dict(PATH=tools_on_path(tmp_path, tools), **(extra_env or {}))
+    run = subprocess.run([sys.executable, "setup.py", "bdist_wheel"], cwd=tree, env=env, capture_output=True, text=True)
+    return tree, run
+
+
+def test_triton_setup_sits_at_the_root_as_from_triton_3_4():
+    assert os.path.isfile(os.path.join(SOURCES, "triton", "setup.py"))
+    assert not os.path.exists(os.path.join(SOURCES, "triton", "python", "setup.py"))
+
+
+def test_triton_needs_cmake_below_4_and_ninja_on_path(tmp_path):
+    _tree, run = triton_bdist_wheel(tmp_path, {"ninja": NINJA})
+    assert run.returncode != 0 and "cmake is not on PATH" in run.stderr
+    _tree, run = triton_bdist_wheel(tmp_path / "4", {"cmake": CMAKE_4, "ninja": NINJA})
+    assert run.returncode != 0 and "Triton needs cmake>=3.20,<4.0, found 4.1.2" in run.stderr
+    _tree, run = triton_bdist_wheel(tmp_path / "n", {"cmake": CMAKE_3})
+    assert run.returncode != 0 and "ninja is not on PATH" in run.stderr
+
+
+def test_triton_wheel_takes_its_name_from_triton_wheel_name(tmp_path):
+    importable = tmp_path / "site" / "pybind11"  # an importable pybind11, as the build virtualenv has
+    importable.mkdir(parents=True)
+    (importable / "__init__.py").write_text("")
+    tree, run = triton_bdist_wheel(
+        tmp_path,
+        {"cmake": CMAKE_3, "ninja": NINJA},
+        {"TRITON_WHEEL_NAME": "pytorch-triton-rocm", "PYTHONPATH": str(importable.parent)},
+    )
+    assert run.returncode == 0, run.stderr
+    assert [p.name.split("-")[0] for p in (tree / "dist").iterdir()] == ["pytorch_triton_rocm"]
+    _tree, run = triton_bdist_wheel(tmp_path / "bare", {"cmake": CMAKE_3, "ninja": NINJA})
+    assert run.returncode != 0 and "pybind11 is not installed" in run.stderr
+
+
+def test_vllm_build_refuses_cmake_4_as_rocm_build_txt_pins_it(tmp_path):
+    tree = fixture_tree(tmp_path, "vllm")
+    fake_torch = tmp_path / "torch_stub" / "torch"
+    fake_torch.mkdir(parents=True)
+    (fake_torch / "__init__.py").write_text("__version__ = '2.9.0'\nclass version:\n    hip = '7.0.2'\n")
+    env = {
+        "PATH": tools_on_path(tmp_path, {"cmake": CMAKE_4}),
+        "PYTHONPATH": str(fake_torch.parent),
+        "VLLM_TARGET_DEVICE": "rocm",
+        "PYTORCH_ROCM_ARCH": "gfx942",
+    }
+    run = subprocess.run([sys.executable, "setup.py", "bdist_wheel"], cwd=tree, env=env, capture_output=True, text=True)
+    assert run.returncode != 0 and "Compatibility with CMake < 3.5 has been removed" in run.stderr
+
+
+def test_use_existing_torch_leaves_the_triton_and_amdsmi_pins_as_upstream_does(tmp_path):
+    tree = fixture_tree(tmp_path, "vllm")
+    subprocess.run([sys.executable, "use_existing_torch.py"], cwd=tree, check=True, capture_output=True)
+    build = (tree / "requirements" / "rocm-build.txt").read_text()
+    assert "torch" not in build.lower()  # the PyTorch index URL went too
+    assert "triton==3.3.0" in build and "amdsmi==6.2.4" in build and "cmake>=3.26.1,<4" in build
+
+
+def test_vllm_wheel_declares_upstreams_requirement_names():
+    with open(os.path.join(SOURCES, "vllm", "requirements", "common.txt")) as handle:
+        common = handle.read()
+    for name in ("transformers", "fastapi[standard]", "openai", "pydantic", "prometheus_client", "xgrammar"):
+        assert "\n" + name in common, name
+    with open(os.path.join(SOURCES, "vllm", "setup.py")) as handle:
+        assert 'read_requirements("rocm.txt")' in handle.read()
+
+
+def test_torchvision_without_force_cuda_on_a_gpu_less_host_has_no_hip_operators(tmp_path):
+    tree = fixture_tree(tmp_path, "vision")
+    stub = tmp_path / "stub" / "torch"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        "__version__ = '2.9.0+gitabc'\nclass version:\n    hip = '7.0.2'\nclass cuda:\n"
+        "    @staticmethod\n    def is_available():\n        return False\n"
+    )
+    env = {"PATH": tools_on_path(tmp_path, {}), "PYTHONPATH": str(stub.parent), "ROCM_HOME": "/opt/rocm"}
+    run = subprocess.run([sys.executable, "setup.py", "bdist_wheel"], cwd=tree, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "hip = None" in (tree / "torchvision" / "version.py").read_text()
+    with open(os.path.join(SOURCES, "vision", "setup.py")) as handle:
+        assert '"torch==" + torch.__version__' in handle.read()
+
+
+def test_the_wheelhouse_holds_the_closure_around_the_stacks_own_builds():
+    served = build_mirror.wheel_requirements()
+    names = {line.split("[")[0].split("=")[0].split(">")[0].split("<")[0].split(";")[0].strip().lower() for line in served}
+    assert not names & {"torch", "torchvision", "triton", "pytorch-triton-rocm", "amdsmi"}
+    assert {"transformers", "fastapi", "xgrammar", "timm", "setuptools-scm", "pybind11"} <= names
+    assert not any("index" in line for line in served)
+    assert dict(line.split("==") for line in build_mirror.BUILT_BY_THE_STACK) == {
+        "torch": open(os.path.join(SOURCES, "pytorch", "version.txt")).read().strip().split("a")[0],  # 2.9.0a0
+        "torchvision": "0.24.0",
+        "triton": "3.5.0",
+    }

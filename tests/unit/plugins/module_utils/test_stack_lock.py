@@ -104,3 +104,13 @@ def test_missing_built_wheel(tmp_path):
 )
 def test_wheel_identity(filename, identity):
     assert stack_lock.wheel_identity(filename) == identity
+
+
+def test_the_index_triton_beside_the_built_one_is_refused(tmp_path, built):
+    # xgrammar requires "triton": built as pytorch-triton-rocm, the closure would add the index's CUDA Triton.
+    built.append(wheel(os.path.dirname(built[0]), "pytorch_triton_rocm-3.5.0+gitabc-cp311-cp311-linux_x86_64.whl"))
+    pip = FakePip(["triton-3.5.0-cp311-cp311-manylinux_2_27_x86_64.whl"])
+    with pytest.raises(stack_lock.LockError, match="takes triton triton-3.5.0-cp311.*triton_wheel_name"):
+        stack_lock.lock("/venv/bin/python", built, [], str(tmp_path / "locks"), "k1", pip,
+                        conflicting=["torch", "torchvision", "triton", "pytorch-triton-rocm"])
+    assert os.listdir(tmp_path / "locks") == []

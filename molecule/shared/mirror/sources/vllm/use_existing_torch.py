@@ -1,11 +1,16 @@
-"""Drop the torch pins from the requirements so the build uses the torch already installed (as vLLM's script does)."""
+"""Use the torch already installed: as vLLM's use_existing_torch.py at v0.11.0, every line that mentions torch
+(case-insensitive) goes from each requirements file that mentions it, whatever the line pins (torchvision, the
+PyTorch index URL ...). Lines that pin other packages (triton, amdsmi) stay."""
 
 import glob
 
-for path in glob.glob("requirements/*.txt"):
-    with open(path) as handle:
-        lines = handle.readlines()
-    kept = [line for line in lines if not line.strip().lower().startswith("torch")]
+for path in glob.glob("requirements/*.txt") + ["pyproject.toml"]:
+    try:
+        with open(path) as handle:
+            lines = handle.readlines()
+    except FileNotFoundError:
+        continue
+    kept = [line for line in lines if "torch" not in line.lower()]
     if kept != lines:
         print(">>> cleaned", path)
         with open(path, "w") as handle:
