@@ -11,7 +11,11 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
-from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import git_config_env, git_mirror_rewrites, mirror_url
+from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import (
+    git_config_env,
+    git_mirror_rewrites,
+    mirror_url,
+)
 from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
 
 

@@ -92,18 +92,22 @@ def read_lock(lock_dir, key):
 
 def resolve(python, wheels, pip_args, workdir, runner=subprocess.run):
     """Download the wheels' runtime closure (the wheels themselves included) into workdir; return the files."""
-    argv = [
-        python,
-        "-m",
-        "pip",
-        "download",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--only-binary=:all:",
-        "--dest",
-        workdir,
-    ] + list(pip_args) + list(wheels)
-    proc = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    argv = (
+        [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--only-binary=:all:",
+            "--dest",
+            workdir,
+        ]
+        + list(pip_args)
+        + list(wheels)
+    )
+    proc = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     if proc.returncode != 0:
         raise LockError(
             "pip could not resolve the stack's runtime closure (is every requirement in the index or the mirror's "
@@ -137,8 +141,11 @@ def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflic
             built[name] = wheel
             if packages.get(name, {}).get("sha256") != sha256(wheel):
                 raise LockError("pip resolved %s to another file than the built %s" % (name, os.path.basename(wheel)))
-        foreign = sorted(name for name in packages if canonical_name(name) in set(map(canonical_name, conflicting))
-                         and name not in built)
+        foreign = sorted(
+            name
+            for name in packages
+            if canonical_name(name) in set(map(canonical_name, conflicting)) and name not in built
+        )
         if foreign:
             raise LockError(
                 "the closure takes %s from the index beside the stack's own builds (%s): a requirement names it, and "
@@ -153,7 +160,7 @@ def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflic
         info = {"key": key, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "packages": packages}
         with open(os.path.join(staging, LOCK_INFO), "w") as handle:
             json.dump(info, handle, indent=2, sort_keys=True)
-        os.chmod(staging, 0o755)
+        os.chmod(staging, 0o755)  # noqa: S103 - a lock is public: it lists files and hashes, no secret
         os.rename(staging, os.path.join(lock_dir, key))
     except Exception:
         shutil.rmtree(staging, ignore_errors=True)

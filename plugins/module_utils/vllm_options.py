@@ -158,8 +158,11 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
                     merged["quantization"],
                     needs,
                     ", ".join(refused),
-                    ", ".join(q for q in QUANTIZATIONS if q not in QUANTIZATION_ARCHS or
-                              all(QUANTIZATION_ARCHS[q][1](gfx) for gfx in used)),
+                    ", ".join(
+                        q
+                        for q in QUANTIZATIONS
+                        if q not in QUANTIZATION_ARCHS or all(QUANTIZATION_ARCHS[q][1](gfx) for gfx in used)
+                    ),
                 )
             )
     available = len(gpus) or gpu_count

@@ -237,7 +237,9 @@ def git_repositories(config, dest, work):
             try:
                 run(["git", "clone", "--quiet", "--mirror", url, str(target)], env=fetch_env)
             except MirrorError as error:
-                raise MirrorError("cannot mirror %s (git_rewrites: %s): %s" % (url, config["git_rewrites"], error)) from None
+                raise MirrorError(
+                    "cannot mirror %s (git_rewrites: %s): %s" % (url, config["git_rewrites"], error)
+                ) from None
         run(["git", "update-server-info"], cwd=target)
         mirrored[url] = target
         return target

@@ -56,10 +56,11 @@ def test_hipcc_finds_cxx_headers_beside_two_gccs(host):
     assert "Selected GCC installation: /usr/lib/gcc/x86_64-linux-gnu/12" in selected.stderr, selected.stderr
     assert host.package("libstdc++-12-dev").is_installed
     source = '#include <cmath>\n#include <cstdio>\nint main() { std::printf("%.1f", std::sqrt(16.0)); }\n'
-    host.check_output("printf '%%s' %s > /tmp/cmath_probe.cpp", source)
-    build = host.run("/opt/rocm/bin/hipcc --offload-arch=gfx942 -o /tmp/cmath_probe /tmp/cmath_probe.cpp")
+    probe = host.check_output("mktemp -d")  # the ansible user's own directory
+    host.check_output("printf '%%s' %s > %s/cmath_probe.cpp", source, probe)
+    build = host.run("/opt/rocm/bin/hipcc --offload-arch=gfx942 -o %s/cmath_probe %s/cmath_probe.cpp", probe, probe)
     assert build.rc == 0, build.stderr
-    assert host.check_output("/tmp/cmath_probe") == "4.0"
+    assert host.check_output("%s/cmath_probe", probe) == "4.0"
 
 
 def test_both_hosts_hold_the_same_locked_closure(host):

@@ -20,7 +20,8 @@ with only the base URL changed:
 The packages are small but carry ROCm's package names, versions, dependencies and paths:
 /opt/rocm-<ROCM>/ with real shared libraries (libhipblas.so.2 ...), the /opt/rocm alternative that
 rocm-core registers, a rocminfo that prints an output captured from an 8x MI300X server, and a
-hipcc that compiles host code with a real clang (Debian's, standing in for ROCm's). amdgpu-dkms ships its DKMS source tree
+hipcc that compiles host code with a real clang (Debian's, standing in for ROCm's). amdgpu-dkms ships its DKMS
+source tree
 (/usr/src/amdgpu-VERSION/dkms.conf) and, like the real package, writes no reboot marker. The
 result is cached, keyed by this script and the fixtures it reads.
 """
@@ -134,7 +135,7 @@ def rocm_packages(rocm, suite):
             {
                 prefix + "/bin/hipcc": "#!/bin/bash\n"
                 "# Host-only compile: --offload-arch is accepted and logged, the code is built by ROCm's clang.\n"
-                'rocm=${ROCM_PATH:-%s}\nclang=${HIP_CLANG_PATH:-$rocm/lib/llvm/bin}/clang++\n'
+                "rocm=${ROCM_PATH:-%s}\nclang=${HIP_CLANG_PATH:-$rocm/lib/llvm/bin}/clang++\n"
                 'args=()\nfor a in "$@"; do\n  case "$a" in\n'
                 '    --offload-arch=*) echo "$a" >>"${HIPCC_ARCH_LOG:-/dev/null}" ;;\n'
                 '    *) args+=("$a") ;;\n  esac\ndone\nexec "$clang" "${args[@]}"\n' % prefix,
@@ -177,8 +178,8 @@ def rocm_packages(rocm, suite):
             {},
         ),
         (
-            # ROCm's LLVM (clang, clang++ and libomp under lib/llvm). The fixture's clang is Debian's clang-16, which the
-            # guest image carries (molecule/shared/vm/build-image.sh), linked where ROCm's would be.
+            # ROCm's LLVM (clang, clang++ and libomp under lib/llvm). The fixture's clang is Debian's clang-16, which
+            # the guest image carries (molecule/shared/vm/build-image.sh), linked where ROCm's would be.
             "rocm-llvm",
             version("20.0.0.25314"),
             ["rocm-core", CLANG_PACKAGE],
@@ -391,9 +392,13 @@ def wheel_requirements(path=WHEELHOUSE):
             line = raw.split("#", 1)[0].strip()
             if line.startswith("-r "):
                 lines += wheel_requirements(os.path.join(os.path.dirname(path), line[3:].strip()))
-            elif line and not line.startswith("-") and "torch" not in line.lower():
-                if re.split(r"[\s=<>!~;\[]", line, 1)[0].lower() not in STACK_PROVIDED:
-                    lines.append(line)
+            elif (
+                line
+                and not line.startswith("-")
+                and "torch" not in line.lower()
+                and re.split(r"[\s=<>!~;\[]", line, maxsplit=1)[0].lower() not in STACK_PROVIDED
+            ):
+                lines.append(line)
     return list(dict.fromkeys(lines))
 
 

@@ -47,10 +47,12 @@ def test_lock_pins_every_wheel_with_its_hash_sorted(tmp_path, built):
     pip = FakePip(["typing_extensions-4.15.0-py3-none-any.whl", "Jinja2-3.1.6-py3-none-any.whl"])
     info, changed = stack_lock.lock("/venv/bin/python", built, ["--no-index"], str(tmp_path / "locks"), "k1", pip)
     assert changed
-    text = open(info["path"]).read()
+    with open(info["path"]) as handle:
+        text = handle.read()
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert [line.split("==")[0] for line in lines] == ["jinja2", "torch", "typing-extensions", "vllm"]
-    torch_hash = hashlib.sha256(open(built[0], "rb").read()).hexdigest()
+    with open(built[0], "rb") as handle:
+        torch_hash = hashlib.sha256(handle.read()).hexdigest()
     assert "torch==2.9.0+git1a2b3c4d --hash=sha256:%s" % torch_hash in lines
     assert info["sha256"] == hashlib.sha256(text.encode()).hexdigest()
     assert info["packages"]["typing-extensions"]["version"] == "4.15.0"
@@ -62,11 +64,14 @@ def test_lock_pins_every_wheel_with_its_hash_sorted(tmp_path, built):
 
 def test_published_lock_is_reused(tmp_path, built):
     locks = str(tmp_path / "locks")
-    first, _ = stack_lock.lock("/venv/bin/python", built, [], locks, "k1", FakePip(["six-1.17.0-py2.py3-none-any.whl"]))
+    first, _changed = stack_lock.lock(
+        "/venv/bin/python", built, [], locks, "k1", FakePip(["six-1.17.0-py2.py3-none-any.whl"])
+    )
     pip = FakePip(["six-1.17.0-py2.py3-none-any.whl"])
     again, changed = stack_lock.lock("/venv/bin/python", built, [], locks, "k1", pip)
     assert not changed and pip.calls == [] and again == first
-    assert json.load(open(os.path.join(locks, "k1", "stack-lock.json")))["sha256"] == first["sha256"]
+    with open(os.path.join(locks, "k1", "stack-lock.json")) as handle:
+        assert json.load(handle)["sha256"] == first["sha256"]
 
 
 def test_unresolvable_closure_fails_with_pips_words_and_publishes_nothing(tmp_path, built):
@@ -91,7 +96,9 @@ def test_a_second_torch_from_the_index_is_refused(tmp_path, built):
 
 def test_missing_built_wheel(tmp_path):
     with pytest.raises(stack_lock.LockError, match="missing on the build host"):
-        stack_lock.lock("/venv/bin/python", [str(tmp_path / "gone.whl")], [], str(tmp_path / "locks"), "k1", FakePip([]))
+        stack_lock.lock(
+            "/venv/bin/python", [str(tmp_path / "gone.whl")], [], str(tmp_path / "locks"), "k1", FakePip([])
+        )
 
 
 @pytest.mark.parametrize(
@@ -111,6 +118,13 @@ def test_the_index_triton_beside_the_built_one_is_refused(tmp_path, built):
     built.append(wheel(os.path.dirname(built[0]), "pytorch_triton_rocm-3.5.0+gitabc-cp311-cp311-linux_x86_64.whl"))
     pip = FakePip(["triton-3.5.0-cp311-cp311-manylinux_2_27_x86_64.whl"])
     with pytest.raises(stack_lock.LockError, match="takes triton triton-3.5.0-cp311.*triton_wheel_name"):
-        stack_lock.lock("/venv/bin/python", built, [], str(tmp_path / "locks"), "k1", pip,
-                        conflicting=["torch", "torchvision", "triton", "pytorch-triton-rocm"])
+        stack_lock.lock(
+            "/venv/bin/python",
+            built,
+            [],
+            str(tmp_path / "locks"),
+            "k1",
+            pip,
+            conflicting=["torch", "torchvision", "triton", "pytorch-triton-rocm"],
+        )
     assert os.listdir(tmp_path / "locks") == []

@@ -5,6 +5,7 @@ As triton-lang/triton at v3.5.0: setup.py sits at the repository root (python/ u
 name comes from TRITON_WHEEL_NAME (PyTorch's build_triton_wheel.py sets pytorch-triton-rocm), "triton" otherwise.
 """
 
+import importlib.util
 import os
 import re
 import shutil
@@ -29,12 +30,12 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
     if not (3, 20, 0) <= cmake < (4, 0, 0):
         sys.exit("error: Triton needs cmake>=3.20,<4.0, found %s" % ".".join(map(str, cmake)))
     tool_version("ninja")
-    try:
-        import pybind11  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pybind11") is None:
         sys.exit("error: pybind11 is not installed; Triton's build imports it (pip install pybind11>=2.13.1)")
 
-commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+commit = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+).stdout.strip()
 with open(os.path.join(ROOT, "triton", "_build_info.py"), "w") as handle:
     handle.write('commit = "%s"\nbackend = "hip"\n' % commit)
 

@@ -20,7 +20,9 @@ rocm_home = os.environ.get("ROCM_HOME") or os.environ.get("ROCM_PATH")
 is_rocm = bool(torch.version.hip) and bool(rocm_home)
 force_cuda = os.environ.get("FORCE_CUDA", "0") == "1"
 gpu_ops = is_rocm and (torch.cuda.is_available() or force_cuda)
-commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+commit = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+).stdout.strip()
 
 if "bdist_wheel" in sys.argv or "build" in sys.argv:
     archs = [arch for arch in os.environ.get("PYTORCH_ROCM_ARCH", "").split(";") if arch]
@@ -28,9 +30,17 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
         if not archs:
             sys.exit("error: PYTORCH_ROCM_ARCH is empty")
         subprocess.run(
-            [os.path.join(rocm_home, "bin", "hipcc"), *["--offload-arch=" + arch for arch in archs], "-x", "c++",
-             "-shared", "-fPIC", "-o", os.path.join(ROOT, "torchvision", "_C.so"),
-             os.path.join(ROOT, "torchvision", "csrc", "nms.hip")],
+            [
+                os.path.join(rocm_home, "bin", "hipcc"),
+                *["--offload-arch=" + arch for arch in archs],
+                "-x",
+                "c++",
+                "-shared",
+                "-fPIC",
+                "-o",
+                os.path.join(ROOT, "torchvision", "_C.so"),
+                os.path.join(ROOT, "torchvision", "csrc", "nms.hip"),
+            ],
             check=True,
         )
     with open(os.path.join(ROOT, "torchvision", "version.py"), "w") as handle:

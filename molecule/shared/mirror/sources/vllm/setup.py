@@ -1,5 +1,6 @@
 """Builds the fixture vllm wheel against the installed torch, the way vLLM builds for ROCm."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -51,14 +52,14 @@ def cmake_version():
             "requirements/rocm-build.txt pins cmake<4)" % ".".join(map(str, version))
         )
     return version
+
+
 if not archs:
     sys.exit("error: PYTORCH_ROCM_ARCH is empty")
 
 if "bdist_wheel" in sys.argv or "build" in sys.argv:
     cmake_version()
-    try:
-        import setuptools_scm  # noqa: F401 - vLLM's version comes from setuptools-scm (pyproject.toml)
-    except ImportError:
+    if importlib.util.find_spec("setuptools_scm") is None:  # vLLM's version comes from setuptools-scm
         sys.exit("error: setuptools-scm is not installed; install the build requirements (requirements/rocm-build.txt)")
     rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
     offload = ["--offload-arch=" + arch for arch in archs]

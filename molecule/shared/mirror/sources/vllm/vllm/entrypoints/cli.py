@@ -30,7 +30,9 @@ def parser():
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--dtype", default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
     serve.add_argument("--gpu-memory-utilization", type=fraction, default=0.9)
-    serve.add_argument("--block-size", type=int, choices=[1, 8, 16, 32, 64, 128], default=None)  # vllm/config/cache.py: None, the backend decides
+    serve.add_argument(
+        "--block-size", type=int, choices=[1, 8, 16, 32, 64, 128], default=None
+    )  # vllm/config/cache.py: None, the backend decides
     serve.add_argument("--tensor-parallel-size", type=int, default=1)
     serve.add_argument("--max-model-len", type=int)
     serve.add_argument("--quantization")
