@@ -12,7 +12,6 @@ Layout (what the roles expect under instinct_mirror_url):
     git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/, manifest.json
 """
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from instinct_stack.collection import collection_module
 
 mirror_path = collection_module("mirror_layout").mirror_path
 git_config_env = collection_module("mirror_layout").git_config_env
+sha256 = collection_module("stack_lock").sha256
 
 MANIFEST = "manifest.json"
 
@@ -362,14 +362,6 @@ def write_manifest(dest, summary):
     manifest = dict(summary, files=files)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
     return manifest
-
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def build(config_path, dest):
