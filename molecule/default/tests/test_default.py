@@ -4,6 +4,9 @@ import json
 
 import pytest
 
+# The qemu guest; the build host beside it (an nspawn machine) is checked in test_stack.py.
+testinfra_hosts = ["inference_hosts"]
+
 ROCM = "/opt/rocm-7.0.2"
 
 
@@ -25,7 +28,7 @@ def test_rocm_keyring_and_signed_by_source(host):
 def test_apt_pin_prefers_the_rocm_repository(host):
     assert "Pin-Priority: 600" in host.file("/etc/apt/preferences.d/rocm-pin").content_string
     policy = host.check_output("apt-cache policy rocm-core")
-    assert " 600 http://10.0.2.2:" in policy
+    assert " 600 http://mirror.molecule.internal:" in policy
 
 
 @pytest.mark.parametrize(

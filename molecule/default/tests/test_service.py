@@ -2,6 +2,9 @@
 
 import json
 
+# The qemu guest; the build host beside it (an nspawn machine) is checked in test_stack.py.
+testinfra_hosts = ["inference_hosts"]
+
 SECRET = "molecule-canary-key-5f3a9c"  # noqa: S105 - the test value molecule.yml sets, searched for
 UNIT = "vllm-fixture.service"
 
