@@ -61,8 +61,14 @@ cd "$SRC/pytorch"
 # The guides' "pip install -r requirements.txt" step, with the venv activated (cmake and ninja on PATH).
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" -r requirements-build.txt
 "$VENV/bin/python" tools/amd_build/build_amd.py
+# Air-gapped, what the build would download comes from the mirror: AOTriton's runtime and this arch's images.
+AOTRITON=$MIRROR/files/github.com/ROCm/aotriton/releases/download/0.11b
+mkdir -p "$SRC/aotriton"
+for tarball in aotriton-0.11b-manylinux_2_28_x86_64-rocm7.0-shared.tar.gz "aotriton-0.11b-images-amd-$ARCH.tar.gz"; do
+  curl -fsS "$AOTRITON/$tarball" | tar -xz --strip-components=1 -C "$SRC/aotriton"
+done
 PYTORCH_ROCM_ARCH=$ARCH USE_ROCM=1 MAX_JOBS=$(nproc) ROCM_PATH=/opt/rocm PATH=$VENV/bin:/opt/rocm/bin:$PATH \
-  "$VENV/bin/python" setup.py -q bdist_wheel
+  AOTRITON_INSTALLED_PREFIX="$SRC/aotriton" "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/torch-*.whl
 step "built torch for $ARCH"
 
@@ -70,7 +76,11 @@ step "Triton at PyTorch's pinned commit"
 git clone -q "$MIRROR/git/triton.git" "$SRC/triton"
 git -C "$SRC/triton" checkout -q "$(cat .ci/docker/ci_commit_pins/triton.txt)"
 cd "$SRC/triton"
-"$VENV/bin/python" setup.py -q bdist_wheel
+# Triton's prebuilt LLVM, named by its cmake/llvm-hash.txt, from the mirror; nothing else downloaded.
+LLVM=llvm-$(head -c 8 cmake/llvm-hash.txt)-ubuntu-x64
+curl -fsS "$MIRROR/files/oaitriton.blob.core.windows.net/public/llvm-builds/$LLVM.tar.gz" | tar -xz -C "$SRC"
+PATH=$VENV/bin:$PATH TRITON_OFFLINE_BUILD=1 TRITON_BUILD_PROTON=OFF LLVM_SYSPATH="$SRC/$LLVM" \
+  "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/triton-*.whl
 
 step "vLLM against the existing torch"

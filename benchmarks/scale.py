@@ -80,6 +80,7 @@ def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
                 "ansible_ssh_common_args": " ".join(SSH_OPTIONS),
                 "instinct_molecule_mirror": {"guest_url": mirror_url},
                 "rocm_repo_base_url": mirror_url,
+                "pytorch_downloads_mirror_url": mirror_url,
                 "rocm_install_kernel_headers": False,
                 "rocm_users": ["ansible"],
                 "pytorch_git_url": mirror_url + "/git/pytorch.git",

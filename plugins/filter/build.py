@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, instinct.stack contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances, mirror URLs."""
+"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances, mirror URLs,
+and the files the source builds would download."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,11 +10,17 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.instinct.stack.plugins.module_utils.build_downloads import (
+    BuildDownloadError,
+    aotriton,
+    triton_llvm,
+)
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
 from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import (
     git_config_env,
     git_mirror_rewrites,
+    mirror_file_url,
     mirror_url,
 )
 from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
@@ -40,6 +47,29 @@ def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def _triton_llvm(llvm_hash_text, system_suffix="ubuntu-x64", base_url=None):
+    try:
+        if base_url:
+            return triton_llvm(llvm_hash_text, system_suffix, base_url)
+        return triton_llvm(llvm_hash_text, system_suffix)
+    except BuildDownloadError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _aotriton_downloads(cmake_text, hip_version, archs):
+    try:
+        return aotriton(cmake_text, hip_version, archs)
+    except BuildDownloadError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _mirror_file_url(url, base):
+    try:
+        return mirror_file_url(url, base)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -50,4 +80,7 @@ class FilterModule(object):
             "mirror_url": mirror_url,
             "git_mirror_rewrites": git_mirror_rewrites,
             "git_config_env": git_config_env,
+            "mirror_file_url": _mirror_file_url,
+            "triton_llvm": _triton_llvm,
+            "aotriton_downloads": _aotriton_downloads,
         }

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, instinct.stack contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where an upstream git repository lives inside an instinct-stack mirror (git/HOST/PATH.git).
+"""Where an upstream git repository (git/HOST/PATH.git) or file (files/HOST/PATH) lives inside an instinct-stack mirror.
 
 `instinct-stack mirror build` lays repositories out with it and the roles find them with it.
 """
@@ -23,6 +23,22 @@ def mirror_path(url):
     if not path.endswith(".git"):
         path += ".git"
     return "git/%s/%s" % (parts.hostname or "local", path)
+
+
+def mirror_file_path(url):
+    """files/HOST/PATH for an upstream file URL (a prebuilt LLVM, an AOTriton tarball), as the mirror stores it."""
+    parts = urlsplit(url)
+    path = parts.path.strip("/")
+    if not path or parts.scheme not in ("http", "https"):
+        raise ValueError("not a file URL: %r" % (url,))
+    return "files/%s/%s" % (parts.hostname, path)
+
+
+def mirror_file_url(url, base):
+    """The mirror's URL for an upstream file, or the upstream URL itself when there is no mirror."""
+    if not base:
+        return url
+    return "%s/%s" % (base.rstrip("/"), mirror_file_path(url))
 
 
 def mirror_url(url, base):

@@ -3,13 +3,16 @@
 `instinct-stack mirror build CONFIG DEST` runs on a connected machine and uses the maintained tools
 for each kind of content: apt (its own download and dependency resolution, in a private apt root that
 leaves the machine's apt untouched) for the ROCm and amdgpu packages, `git clone --mirror` for the
-sources and every submodule they reference, and `pip download` for the wheelhouse. The apt indexes are
-regenerated with apt-ftparchive and signed with the mirror's own key. A manifest lists every file with
-its SHA-256; `instinct-stack mirror verify DEST` checks it.
+sources and every submodule they reference, `pip download` for the wheelhouse, and the files the source
+builds would download at build time (Triton's prebuilt LLVM, PyTorch's AOTriton), named from the mirrored
+sources at their pinned commits. The apt indexes are regenerated with apt-ftparchive and signed with the
+mirror's own key. A manifest lists every file with its SHA-256; `instinct-stack mirror verify DEST` checks
+it and names any build-time download the mirrored sources need that the mirror lacks.
 
 Layout (what the roles expect under instinct_mirror_url):
     rocm/rocm.gpg.key, rocm/apt/ROCM/dists/SUITE, amdgpu/AMDGPU/ubuntu/dists/SUITE,
-    git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/, manifest.json
+    git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/,
+    files/HOST/PATH (build-time downloads), manifest.json
 """
 
 import json
@@ -25,6 +28,8 @@ from pathlib import Path
 from instinct_stack.collection import collection_module
 
 mirror_path = collection_module("mirror_layout").mirror_path
+mirror_file_path = collection_module("mirror_layout").mirror_file_path
+build_downloads = collection_module("build_downloads")
 git_config_env = collection_module("mirror_layout").git_config_env
 sha256 = collection_module("stack_lock").sha256
 
@@ -62,6 +67,14 @@ def load_config(path):
     # closure around them, never a prebuilt copy (PyPI's torch is a CUDA build).
     config.setdefault("built_by_the_stack", [])
     config.setdefault("pip_args", [])
+    # URL prefix -> replacement for fetching build-time downloads (a proxy, or another mirror's files/); each file is
+    # still stored under its upstream URL's files/HOST/PATH.
+    config.setdefault("download_rewrites", {})
+    # The archs whose AOTriton kernel images the mirror holds: every Instinct arch of the collection's table.
+    config.setdefault("gpu_archs", sorted(collection_module("gfx_targets").GFX_ARCHS))
+    config.setdefault("triton_llvm_system_suffix", "ubuntu-x64")
+    # false for a cluster that builds PyTorch with pytorch_aotriton: false (no flash attention): no AOTriton files.
+    config.setdefault("aotriton", True)
     return config
 
 
@@ -297,6 +310,60 @@ def git_repositories(config, dest, work):
 PLACEHOLDER = "instinct.placeholder"
 
 
+def git_file(bare, commit, path):
+    """A file of a mirrored repository at a commit, or None when it has none."""
+    shown = subprocess.run(
+        ["git", "show", "%s:%s" % (commit, path)], cwd=bare, capture_output=True, text=True, check=False
+    )
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def needed_downloads(config, dest, refs):
+    """{upstream URL: why} for what the mirrored sources download at build time, read at their pinned commits."""
+    needed = {}
+    for name, ref in sorted(refs.items()):
+        bare = dest / ref["mirror"]
+        llvm_hash = git_file(bare, ref["commit"], build_downloads.TRITON_LLVM_HASH_FILE)
+        if llvm_hash is not None:
+            llvm = build_downloads.triton_llvm(llvm_hash, config["triton_llvm_system_suffix"])
+            needed[llvm["url"]] = "%s %s: %s" % (name, ref["commit"][:12], build_downloads.TRITON_LLVM_HASH_FILE)
+        cmake = git_file(bare, ref["commit"], build_downloads.AOTRITON_CMAKE_FILE) if config["aotriton"] else None
+        if cmake is not None:
+            try:
+                plan = build_downloads.aotriton(cmake, config["rocm_version"], config["gpu_archs"])
+            except build_downloads.BuildDownloadError as error:
+                raise MirrorError(
+                    "%s %s: %s (or set aotriton: false in the mirror's configuration)"
+                    % (name, ref["commit"][:12], error)
+                ) from None
+            for url in plan["urls"]:
+                needed[url] = "%s %s: %s" % (name, ref["commit"][:12], build_downloads.AOTRITON_CMAKE_FILE)
+    return needed
+
+
+def fetch_downloads(config, dest, needed):
+    """Each build-time download into files/HOST/PATH, fetched through download_rewrites."""
+    for url in sorted(needed):
+        source = url
+        for prefix, replacement in sorted(config["download_rewrites"].items(), key=lambda item: -len(item[0])):
+            if url.startswith(prefix):
+                source = replacement + url[len(prefix) :]
+                break
+        target = dest / mirror_file_path(url)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            with urllib.request.urlopen(source, timeout=120) as response, open(partial, "wb") as handle:  # noqa: S310
+                shutil.copyfileobj(response, handle)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise MirrorError(
+                "cannot fetch %s (needed by %s) from %s: %s" % (url, needed[url], source, error)
+            ) from None
+        partial.rename(target)
+    return {url: mirror_file_path(url) for url in sorted(needed)}
+
+
 def placeholder_wheels(built, directory):
     """An empty wheel for each "name==version" the stack builds itself, at version+instinct.placeholder, and the
     requirements that make pip take them. With them on --find-links, pip resolves a closure (timm needs torch and
@@ -375,6 +442,7 @@ def build(config_path, dest):
         debs = apt_packages(config, dest, work)
         sign_repositories(config, dest, work)
         refs = git_repositories(config, dest, work)
+        downloads = fetch_downloads(config, dest, needed_downloads(config, dest, refs))
         wheels = wheelhouse(config, dest)
     summary = {
         "rocm_version": config["rocm_version"],
@@ -383,6 +451,10 @@ def build(config_path, dest):
         "packages": debs,
         "git": refs,
         "wheels": wheels,
+        "downloads": downloads,
+        "gpu_archs": config["gpu_archs"],
+        "triton_llvm_system_suffix": config["triton_llvm_system_suffix"],
+        "aotriton": config["aotriton"],
     }
     return write_manifest(dest, summary)
 
@@ -405,4 +477,20 @@ def verify(dest):
     for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
         if str(path.relative_to(dest)) not in listed:
             problems.append("not in the manifest: %s" % path.relative_to(dest))
+    # What the mirrored sources download at build time, read again from them: a mirror made before a source pinned
+    # a new LLVM, or without the build-time downloads, is named here instead of failing a build on the hosts.
+    if manifest.get("git"):
+        config = {
+            "rocm_version": manifest["rocm_version"],
+            "gpu_archs": manifest.get("gpu_archs", sorted(collection_module("gfx_targets").GFX_ARCHS)),
+            "triton_llvm_system_suffix": manifest.get("triton_llvm_system_suffix", "ubuntu-x64"),
+            "aotriton": manifest.get("aotriton", True),
+        }
+        try:
+            needed = needed_downloads(config, dest, manifest["git"])
+        except MirrorError as error:
+            return problems + ["build-time download: %s" % error]
+        for url, why in sorted(needed.items()):
+            if not (dest / mirror_file_path(url)).is_file():
+                problems.append("missing build-time download: %s (needed by %s)" % (url, why))
     return problems

@@ -75,3 +75,22 @@ def test_stack_and_service_from_the_mirror(host):
     verified = json.loads(host.file(host.file("/opt/instinct-stack/current").linked_to + "/.verified").content_string)
     assert verified["hip"].startswith("7.0.2") and verified["platform"] == "rocm"
     assert http_code(host, "http://127.0.0.1:8000/health") == "200"
+
+
+def test_build_time_downloads_came_from_the_mirror(host):
+    # Triton's prebuilt LLVM and PyTorch's AOTriton: `instinct-stack mirror build` named them from the sources at
+    # their pinned commits and stored them under files/; the roles fetched them from there and built offline.
+    manifest = ephemeral("airgap-mirror/manifest.json")
+    downloads = manifest["downloads"]
+    assert any(path.endswith("/llvm-7d5de303-ubuntu-x64.tar.gz") for path in downloads.values())
+    assert any(path.endswith("-rocm7.0-shared.tar.gz") for path in downloads.values())
+    for path in downloads.values():
+        assert http_code(host, "%s/%s" % (mirror_url(), path)) == "200"
+    inputs = "/var/cache/instinct-stack/downloads"
+    assert host.file(inputs + "/llvm-7d5de303-ubuntu-x64/lib/cmake/mlir/MLIRConfig.cmake").exists
+    python = "/opt/instinct-stack/current/venv/bin/python"
+    assert (
+        host.check_output(python + " -c 'import triton._build_info as b; print(b.llvm)'") == "llvm-7d5de303-ubuntu-x64"
+    )
+    flash = host.check_output(python + " -c 'import torch; print(torch.backends.cuda.is_flash_attention_available())'")
+    assert flash == "True"

@@ -1,9 +1,20 @@
-"""The source-built stack: wheels built once per key from the mirror, installed in a verified venv behind `current`."""
+"""The source-built stack: wheels built once per key from the mirror on the build host (an nspawn machine), installed
+in a verified venv behind `current` on the inference host (the qemu guest)."""
 
 import json
 
+import pytest
+
 STACK_ROOT = "/opt/instinct-stack"
 CACHE = "/var/cache/instinct-stack/wheels"
+SOURCES = "/var/lib/instinct-stack/src"
+
+testinfra_hosts = ["inference_hosts"]
+
+
+@pytest.fixture
+def builder(host):
+    return host.get_host("ansible://instinct-builder", ansible_inventory=host.backend.ansible_inventory)
 
 
 def build_infos(host, component):
@@ -11,32 +22,37 @@ def build_infos(host, component):
     return [json.loads(host.check_output("sudo cat %s", path)) for path in listing.split()]
 
 
-def test_one_build_per_component(host):
+def test_one_build_per_component_on_the_build_host_alone(host, builder):
     for component in ("pytorch", "triton", "vllm"):
-        infos = build_infos(host, component)
+        infos = build_infos(builder, component)
         assert len(infos) == 1, (component, infos)
+        assert build_infos(host, component) == [], component
+    assert not host.file(SOURCES + "/pytorch").exists
 
 
-def test_torch_wheel_metadata_records_arch_and_refs(host):
-    (torch,) = build_infos(host, "pytorch")
+def test_torch_wheel_metadata_records_arch_and_refs(builder):
+    (torch,) = build_infos(builder, "pytorch")
     assert torch["metadata"]["arch"] == "gfx942"
     assert torch["metadata"]["ref"] == "v2.9.0-fixture"
     assert len(torch["metadata"]["commit"]) == 40
     assert torch["steps"] == ["hipify", "bdist_wheel"]
     assert torch["wheel_files"][0].startswith("torch-2.9.0a0+rocm7.0.2-cp311-cp311-linux_x86_64")
-    assert int(torch["metadata"]["max_jobs"]) == 1  # 2 GiB guest: memory bound, not nproc
+    # Bound by the build host's memory at 4 GiB a job (2 GiB kept back) as well as by its cores.
+    facts = builder.ansible("setup", "filter=ansible_memtotal_mb,ansible_processor_vcpus")["ansible_facts"]
+    fit = (facts["ansible_memtotal_mb"] - 2048) // 4096
+    assert int(torch["metadata"]["max_jobs"]) == max(1, min(facts["ansible_processor_vcpus"], fit))
 
 
-def test_triton_is_the_commit_pytorch_pins(host):
-    (triton,) = build_infos(host, "triton")
-    pin = host.check_output("sudo cat /var/lib/instinct-stack/src/pytorch/.ci/docker/ci_commit_pins/triton.txt")
+def test_triton_is_the_commit_pytorch_pins(builder):
+    (triton,) = build_infos(builder, "triton")
+    pin = builder.check_output("sudo cat %s/pytorch/.ci/docker/ci_commit_pins/triton.txt", SOURCES)
     assert triton["metadata"]["commit"] == pin.strip()
     assert triton["metadata"]["pinned_by_pytorch"] is True
 
 
-def test_vllm_built_against_the_source_built_torch(host):
-    (vllm,) = build_infos(host, "vllm")
-    (torch,) = build_infos(host, "pytorch")
+def test_vllm_built_against_the_source_built_torch(builder):
+    (vllm,) = build_infos(builder, "vllm")
+    (torch,) = build_infos(builder, "pytorch")
     assert vllm["metadata"]["torch_key"] == torch["key"]
     assert "use existing torch" in vllm["steps"]
 
@@ -62,10 +78,8 @@ def test_stack_venv_imports_the_rocm_build(host):
     assert host.file(STACK_ROOT + "/current/venv/bin/vllm").exists
 
 
-def test_submodules_checked_out_recursively(host):
-    assert "fixture-lib" in host.check_output(
-        "sudo cat /var/lib/instinct-stack/src/pytorch/third_party/fixture-lib/VERSION"
-    )
+def test_submodules_checked_out_recursively(builder):
+    assert "fixture-lib" in builder.check_output("sudo cat %s/pytorch/third_party/fixture-lib/VERSION", SOURCES)
 
 
 def test_amdsmi_comes_from_rocms_share_amd_smi_and_answers_for_the_gpus(host):
@@ -81,11 +95,12 @@ def test_amdsmi_comes_from_rocms_share_amd_smi_and_answers_for_the_gpus(host):
     assert not host.file("/opt/rocm-7.0.2/share/amd_smi/build").exists
 
 
-def test_torch_built_by_cmake_and_ninja_from_the_build_venv(host):
+def test_torch_built_by_cmake_and_ninja_from_the_build_venv(host, builder):
     # The checkout's requirements-build.txt went into the build virtualenv, whose bin leads the build's PATH.
-    cmake = host.check_output("/var/lib/instinct-stack/build-venv/bin/cmake --version").split()[2]
+    cmake = builder.check_output("/var/lib/instinct-stack/build-venv/bin/cmake --version").split()[2]
     assert tuple(int(part) for part in cmake.split(".")[:2]) >= (3, 27)
-    assert host.file("/var/lib/instinct-stack/build-venv/bin/ninja").exists
+    assert builder.file("/var/lib/instinct-stack/build-venv/bin/ninja").exists
+    assert not host.file("/var/lib/instinct-stack/build-venv").exists
     generator = host.check_output(
         STACK_ROOT + '/current/venv/bin/python -c "import torch; print(torch.version.cmake_generator)"'
     )
@@ -106,3 +121,22 @@ def test_stack_venv_holds_torchs_runtime_closure(host):
     )
     for name in ("filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec"):
         assert name in requires, requires
+
+
+def test_builds_took_their_downloads_from_the_mirror(host, builder):
+    # Triton built offline against the prebuilt LLVM its cmake/llvm-hash.txt names; torch against AOTriton's runtime and
+    # the gfx942 image pack that cmake/External/aotriton.cmake names; both fetched from the mirror's files/.
+    (triton,) = build_infos(builder, "triton")
+    (torch,) = build_infos(builder, "pytorch")
+    assert triton["metadata"]["llvm"] == "llvm-7d5de303-ubuntu-x64"
+    assert torch["metadata"]["aotriton"].startswith("aotriton-0.11b-rocm7.0-")
+    inputs = "/var/cache/instinct-stack/downloads/"
+    assert builder.file(inputs + "llvm-7d5de303-ubuntu-x64/lib/cmake/mlir/MLIRConfig.cmake").exists
+    images = builder.check_output("ls %s%s/lib/aotriton.images", inputs, torch["metadata"]["aotriton"]).split()
+    assert images == ["amd-gfx942"]
+    python = STACK_ROOT + "/current/venv/bin/python"
+    assert (
+        host.check_output(python + " -c 'import triton._build_info as b; print(b.llvm)'") == "llvm-7d5de303-ubuntu-x64"
+    )
+    flash = host.check_output(python + " -c 'import torch; print(torch.backends.cuda.is_flash_attention_available())'")
+    assert flash == "True"

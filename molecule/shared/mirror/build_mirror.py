@@ -13,6 +13,10 @@ with only the base URL changed:
     git/{pytorch,vision,triton,vllm,pytorch-third-party}.git   bare repositories (dumb HTTP) of the fixture
                                                   sources in sources/, at the refs in SOURCE_REFS
     wheels/                                       the Python build requirements, for pip --find-links
+    files/HOST/PATH                               what the real builds download at build time, at the upstream
+                                                  URLs the fixture sources name: Triton's prebuilt LLVM
+                                                  (cmake/llvm-hash.txt), AOTriton's runtime and image packs
+                                                  (PyTorch's cmake/External/aotriton.cmake)
     debian/dists/bookworm/...                     the Debian packages the roles install that the guest
                                                   image lacks (gcc-11 ...), fetched with apt-get download
                                                   and its dependency resolution, index re-signed
@@ -382,6 +386,75 @@ def source_repos(work, out):
         git(os.path.join(out, name + ".git"), "update-server-info")
 
 
+def _tar(path, top, files):
+    """A .tar.gz whose entries sit under top/, as upstream's tarballs are laid out; files maps a path to its content
+    (a str, or ("so", soname) for a real shared library)."""
+    with tempfile.TemporaryDirectory() as work:
+        for name, content in files.items():
+            target = os.path.join(work, top, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if isinstance(content, tuple):
+                source = os.path.join(work, "lib.c")
+                with open(source, "w") as handle:
+                    handle.write("int %s_fixture_version(void) { return 1; }\n" % re.sub(r"\W", "_", content[1]))
+                subprocess.run(
+                    ["gcc", "-shared", "-fPIC", "-Wl,-soname," + content[1], "-o", target, source], check=True
+                )
+            else:
+                with open(target, "w") as handle:
+                    handle.write(content)
+                os.chmod(target, 0o755 if content.startswith("#!") else 0o644)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        subprocess.run(
+            ["tar", "-C", work, "--sort=name", "--owner=0", "--group=0", "--mtime=@0", "-czf", path, top], check=True
+        )
+
+
+def build_download_files(out):
+    """files/HOST/PATH: what the fixture sources download at build time, where the collection's own rules
+    (plugins/module_utils/build_downloads.py) say upstream serves it, so the roles and `instinct-stack mirror build`
+    find them as they would upstream's."""
+    downloads = collection_module("build_downloads")
+    layout = collection_module("mirror_layout")
+    with open(os.path.join(SOURCES, "triton", downloads.TRITON_LLVM_HASH_FILE)) as handle:
+        llvm = downloads.triton_llvm(handle.read())
+    # What Triton's CMakeLists.txt reads from LLVM_SYSPATH.
+    _tar(
+        os.path.join(out, layout.mirror_file_path(llvm["url"])),
+        llvm["name"],
+        {
+            "include/llvm/Config/llvm-config.h": '#define LLVM_VERSION_STRING "fixture"\n',
+            "lib/cmake/llvm/LLVMConfig.cmake": "# fixture\n",
+            "lib/cmake/mlir/MLIRConfig.cmake": "# fixture\n",
+            "lib/cmake/lld/LLDConfig.cmake": "# fixture\n",
+            "bin/FileCheck": "#!/bin/sh\nexit 0\n",
+        },
+    )
+    with open(os.path.join(SOURCES, "pytorch", downloads.AOTRITON_CMAKE_FILE)) as handle:
+        cmake = handle.read()
+    archs = sorted(collection_module("gfx_targets").GFX_ARCHS)
+    for rocm, _amdgpu, _kfd in RELEASES:
+        plan = downloads.aotriton(cmake, rocm, archs)
+        runtime, images = plan["urls"][0], plan["urls"][1:]
+        _tar(
+            os.path.join(out, layout.mirror_file_path(runtime)),
+            "aotriton",
+            {
+                "lib/libaotriton_v2.so": ("so", "libaotriton_v2.so"),
+                "include/aotriton/config.h": '#define AOTRITON_VERSION "%s"\n' % plan["version"],
+            },
+        )
+        for url in images:
+            image = re.search(r"images-(amd-gfx\w+)\.tar", url).group(1)
+            _tar(
+                os.path.join(out, layout.mirror_file_path(url)),
+                "aotriton",
+                {
+                    "lib/aotriton.images/%s/__signature__" % image: "fixture %s\n" % image,
+                },
+            )
+
+
 def wheel_requirements(path=WHEELHOUSE):
     """The requirement lines of a requirements file, its -r includes expanded, comments and pip options dropped, and
     without what the stack provides itself: every line that mentions torch (vLLM's use_existing_torch.py rule),
@@ -422,8 +495,12 @@ def recipe_key(image_packages_file):
         for name in names
         if "__pycache__" not in top  # bytecode left by the unit tests that import the fixture sources
     )
-    # The rocminfo parser decides which GPUs the fixture amdsmi answers for.
-    parser = [os.path.join(REPO, "plugins", "module_utils", name) for name in ("gfx_detect.py", "gfx_targets.py")]
+    # The rocminfo parser decides which GPUs the fixture amdsmi answers for; build_downloads and mirror_layout where
+    # the build-time downloads are stored.
+    parser = [
+        os.path.join(REPO, "plugins", "module_utils", name)
+        for name in ("gfx_detect.py", "gfx_targets.py", "build_downloads.py", "mirror_layout.py")
+    ]
     for path in (__file__, ROCMINFO_FIXTURE, WHEELHOUSE, image_packages_file, *parser, *sources):
         with open(path, "rb") as handle:
             digest.update(handle.read())
@@ -475,6 +552,7 @@ def main(argv):
         )
         source_repos(work, os.path.join(staging, "git"))
         wheelhouse(os.path.join(staging, "wheels"))
+        build_download_files(staging)
         os.rename(staging, out)
     print(out)
     return 0

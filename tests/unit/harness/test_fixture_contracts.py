@@ -116,7 +116,7 @@ def fixture_pytorch_tree(tmp_path):
     return tree, rocm
 
 
-def pytorch_bdist_wheel(tmp_path, tools):
+def pytorch_bdist_wheel(tmp_path, tools, extra_env=None):
     """setup.py bdist_wheel in the fixture checkout with git and the given tools ({name: script}) alone on PATH."""
     import shutil
 
@@ -128,6 +128,7 @@ def pytorch_bdist_wheel(tmp_path, tools):
         (bin_dir / name).write_text(script)
         (bin_dir / name).chmod(0o755)
     env = {"PATH": str(bin_dir), "USE_ROCM": "1", "PYTORCH_ROCM_ARCH": "gfx942", "ROCM_PATH": str(rocm)}
+    env.update(extra_env or {})
     return bin_dir, subprocess.run(
         [sys.executable, "setup.py", "bdist_wheel"], cwd=tree, env=env, capture_output=True, text=True, check=False
     )
@@ -143,6 +144,45 @@ def test_pytorch_setup_refuses_a_cmake_older_than_upstreams_minimum(tmp_path):
     bin_dir, run = pytorch_bdist_wheel(tmp_path, {"cmake": "#!/bin/sh\necho 'cmake version 3.25.1'\n"})
     assert run.returncode != 0
     assert "version >= 3.27.0, found: {'%s': '3.25.1'}" % (bin_dir / "cmake") in run.stderr
+
+
+def test_pytorch_setup_would_download_aotriton_without_an_installed_one(tmp_path):
+    # cmake/External/aotriton.cmake: flash and memory-efficient attention are on by default and fetch AOTriton.
+    _bin_dir, run = pytorch_bdist_wheel(tmp_path, {"cmake": "#!/bin/sh\necho 'cmake version 3.31.6'\n"})
+    assert run.returncode != 0
+    assert "would download AOTriton 0.11b (the rocm7.0 runtime and the amd-gfx942 image packs)" in run.stderr
+
+
+def test_pytorch_setup_needs_the_archs_images_in_aotriton_installed_prefix(tmp_path):
+    prefix = tmp_path / "aotriton"
+    (prefix / "lib" / "aotriton.images" / "amd-gfx90a").mkdir(parents=True)
+    (prefix / "lib" / "libaotriton_v2.so").write_text("")
+    (prefix / "include" / "aotriton").mkdir(parents=True)
+    cmake = {"cmake": "#!/bin/sh\necho 'cmake version 3.31.6'\n"}
+    _bin_dir, run = pytorch_bdist_wheel(tmp_path, cmake, {"AOTRITON_INSTALLED_PREFIX": str(prefix)})
+    assert run.returncode != 0 and "lacks the kernel images amd-gfx942 for gfx942" in run.stderr
+    # Both attention kernels off: AOTriton is not needed at all (the fake cmake then fails the build elsewhere).
+    _bin_dir, run = pytorch_bdist_wheel(
+        tmp_path / "off", cmake, {"USE_FLASH_ATTENTION": "0", "USE_MEM_EFF_ATTENTION": "OFF"}
+    )
+    assert "AOTriton" not in run.stderr and "AOTRITON" not in run.stderr
+
+
+def test_the_fixture_mirror_holds_the_build_time_downloads_where_upstream_serves_them(tmp_path):
+    build_mirror.build_download_files(str(tmp_path))
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.tar.gz"))
+    release = "files/github.com/ROCm/aotriton/releases/download/0.11b/"
+    assert files == [
+        release + "aotriton-0.11b-images-amd-gfx90a.tar.gz",
+        release + "aotriton-0.11b-images-amd-gfx942.tar.gz",
+        release + "aotriton-0.11b-images-amd-gfx950.tar.gz",
+        release + "aotriton-0.11b-manylinux_2_28_x86_64-rocm7.0-shared.tar.gz",
+        "files/oaitriton.blob.core.windows.net/public/llvm-builds/llvm-7d5de303-ubuntu-x64.tar.gz",
+    ]
+    import tarfile
+
+    with tarfile.open(tmp_path / files[-1]) as llvm:
+        assert "llvm-7d5de303-ubuntu-x64/lib/cmake/mlir/MLIRConfig.cmake" in llvm.getnames()
 
 
 def test_the_wheelhouse_serves_what_the_pytorch_fixture_requires():
@@ -212,14 +252,57 @@ def test_triton_needs_cmake_below_4_and_ninja_on_path(tmp_path):
     assert run.returncode != 0 and "ninja is not on PATH" in run.stderr
 
 
-def test_triton_wheel_takes_its_name_from_triton_wheel_name(tmp_path):
-    importable = tmp_path / "site" / "pybind11"  # an importable pybind11, as the build virtualenv has
+def offline_triton_env(tmp_path, **extra):
+    """An importable pybind11 (as the build virtualenv has) and an offline build with an LLVM_SYSPATH tree."""
+    importable = tmp_path / "site" / "pybind11"
     importable.mkdir(parents=True)
     (importable / "__init__.py").write_text("")
+    llvm = tmp_path / "llvm-7d5de303-ubuntu-x64"
+    for part in ("include", "lib/cmake/llvm", "lib/cmake/mlir", "lib/cmake/lld", "bin"):
+        (llvm / part).mkdir(parents=True, exist_ok=True)
+    (llvm / "bin" / "FileCheck").write_text("")
+    env = {"PYTHONPATH": str(importable.parent), "TRITON_OFFLINE_BUILD": "1", "TRITON_BUILD_PROTON": "OFF"}
+    env["LLVM_SYSPATH"] = str(llvm)
+    env.update(extra)
+    return env
+
+
+def test_triton_would_download_llvm_and_nvidias_tools_unless_offline(tmp_path):
+    env = offline_triton_env(tmp_path)
+    del env["TRITON_OFFLINE_BUILD"], env["LLVM_SYSPATH"]
+    _tree, run = triton_bdist_wheel(tmp_path, {"cmake": CMAKE_3, "ninja": NINJA}, env)
+    assert run.returncode != 0
+    assert (
+        "would download LLVM from https://oaitriton.blob.core.windows.net/public/llvm-builds/llvm-7d5de303-"
+        in run.stderr
+    )
+    env["LLVM_SYSPATH"] = str(tmp_path / "llvm-7d5de303-ubuntu-x64")
+    _tree, run = triton_bdist_wheel(tmp_path / "nv", {"cmake": CMAKE_3, "ninja": NINJA}, env)
+    assert run.returncode != 0 and "would download NVIDIA's ptxas" in run.stderr
+
+
+def test_triton_offline_needs_each_syspath_as_upstream(tmp_path):
+    tools = {"cmake": CMAKE_3, "ninja": NINJA}
+    env = offline_triton_env(tmp_path)
+    del env["LLVM_SYSPATH"]
+    _tree, run = triton_bdist_wheel(tmp_path, tools, env)
+    assert run.returncode != 0 and "Requested an offline build but LLVM_SYSPATH is not set" in run.stderr
+    # Proton is on by default and needs nlohmann json.
+    env = offline_triton_env(tmp_path / "p")
+    del env["TRITON_BUILD_PROTON"]
+    _tree, run = triton_bdist_wheel(tmp_path / "p", tools, env)
+    assert run.returncode != 0 and "Requested an offline build but JSON_SYSPATH is not set" in run.stderr
+    env = offline_triton_env(tmp_path / "m")
+    (tmp_path / "m" / "llvm-7d5de303-ubuntu-x64" / "lib" / "cmake" / "mlir").rmdir()
+    _tree, run = triton_bdist_wheel(tmp_path / "m", tools, env)
+    assert run.returncode != 0 and "lacks lib/cmake/mlir" in run.stderr
+
+
+def test_triton_wheel_takes_its_name_from_triton_wheel_name(tmp_path):
     tree, run = triton_bdist_wheel(
         tmp_path,
         {"cmake": CMAKE_3, "ninja": NINJA},
-        {"TRITON_WHEEL_NAME": "pytorch-triton-rocm", "PYTHONPATH": str(importable.parent)},
+        offline_triton_env(tmp_path, TRITON_WHEEL_NAME="pytorch-triton-rocm"),
     )
     assert run.returncode == 0, run.stderr
     assert [p.name.split("-")[0] for p in (tree / "dist").iterdir()] == ["pytorch_triton_rocm"]

@@ -63,3 +63,19 @@ def test_git_follows_the_rewrites_from_the_environment(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_mirror_file_url_keeps_host_and_path():
+    from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import mirror_file_path, mirror_file_url
+
+    url = "https://github.com/ROCm/aotriton/releases/download/0.11b/aotriton-0.11b-images-amd-gfx942.tar.gz"
+    assert mirror_file_path(url) == "files/github.com/ROCm/aotriton/releases/download/0.11b/" + url.rsplit("/", 1)[1]
+    assert mirror_file_url(url, "") == url
+    assert mirror_file_url(url, "http://mirror.internal/") == "http://mirror.internal/" + mirror_file_path(url)
+    for bad in ("", "ftp://host/file", "https://host/"):
+        try:
+            mirror_file_path(bad)
+        except ValueError as error:
+            assert "not a file URL" in str(error)
+        else:
+            raise AssertionError(bad)

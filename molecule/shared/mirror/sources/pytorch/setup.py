@@ -3,6 +3,12 @@
 As upstream: cmake found by name on PATH at version >= 3.27 (tools/setup_helpers/cmake.py fails with
 "no cmake or cmake3 with version >= 3.27.0" otherwise), the Ninja generator when ninja is on PATH
 (Makefiles otherwise), and a wheel that declares torch's runtime requirements.
+
+AOTriton, as CMakeLists.txt and cmake/External/aotriton.cmake at v2.9.0 use it: with flash or memory-efficient
+attention on (USE_FLASH_ATTENTION, USE_MEM_EFF_ATTENTION: on by default) the build takes an installed AOTriton from
+AOTRITON_INSTALLED_PREFIX (its lib/ and include/ copied into torch/) or downloads the runtime for the ROCm release and
+the image packs for PYTORCH_ROCM_ARCH from github.com, or clones and builds AOTriton for a ROCm release without a
+prebuilt runtime. Nothing here reaches a network: where upstream would download, this fixture stops and says so.
 """
 
 import os
@@ -40,6 +46,59 @@ git_version = subprocess.run(
 CMAKE_MINIMUM_VERSION = (3, 27, 0)
 
 
+def env_on(name):
+    """tools/setup_helpers/env.py check_negative_env_flag: on unless set to 0, OFF, NO or FALSE."""
+    return os.environ.get(name, "ON").upper() not in ("0", "OFF", "NO", "FALSE", "N")
+
+
+def cmake_list(text, variable):
+    match = re.search(r"set\(\s*%s\s+((?:\"[^\"]*\"\s*)+)\)" % variable, text)
+    return re.findall(r"\"([^\"]*)\"", match.group(1)) if match else []
+
+
+def aotriton():
+    """The AOTriton copied into torch/ (its version), or "" when neither attention kernel is built."""
+    if not (env_on("USE_FLASH_ATTENTION") or env_on("USE_MEM_EFF_ATTENTION")):
+        return ""
+    with open(os.path.join(ROOT, "cmake", "External", "aotriton.cmake")) as handle:
+        text = handle.read()
+    release = cmake_list(text, "__AOTRITON_VER")[0]
+    images = cmake_list(text, "__AOTRITON_IMAGE_LIST")
+    wanted = [image for image in images if any(re.search(image[7:].replace("x", "."), arch) for arch in archs)]
+    prefix = os.environ.get("AOTRITON_INSTALLED_PREFIX")
+    if not prefix:
+        rocm = "rocm" + ".".join(hip_version.split(".")[:2])
+        if rocm not in cmake_list(text, "__AOTRITON_ROCM_LIST"):
+            fail(
+                "AOTriton %s has no runtime for %s: the build would clone https://github.com/ROCm/aotriton.git and "
+                "build it here (no network on an air-gapped host)" % (release, rocm)
+            )
+        fail(
+            "the build would download AOTriton %s (the %s runtime and the %s image packs) from %s here (no "
+            "network on an air-gapped host): set AOTRITON_INSTALLED_PREFIX, or USE_FLASH_ATTENTION=0 and "
+            "USE_MEM_EFF_ATTENTION=0" % (release, rocm, ", ".join(wanted), cmake_list(text, "__AOTRITON_BASE_URL")[0])
+        )
+    for part in ("lib/libaotriton_v2.so", "include/aotriton"):
+        if not os.path.exists(os.path.join(prefix, part)):
+            fail("AOTRITON_INSTALLED_PREFIX=%s has no %s" % (prefix, part))
+    # Upstream builds without the images and flash attention fails at run time for lack of kernels; the fixture
+    # stops here so that a test sees it.
+    present = (
+        os.listdir(os.path.join(prefix, "lib", "aotriton.images"))
+        if os.path.isdir(os.path.join(prefix, "lib", "aotriton.images"))
+        else []
+    )
+    missing = [image for image in wanted if image not in present]
+    if missing:
+        fail(
+            "AOTRITON_INSTALLED_PREFIX=%s lacks the kernel images %s for %s"
+            % (prefix, ", ".join(missing), ";".join(archs))
+        )
+    for part in ("lib", "include"):  # install(DIRECTORY $PREFIX/lib $PREFIX/include DESTINATION torch)
+        shutil.copytree(os.path.join(prefix, part), os.path.join(ROOT, "torch", part), dirs_exist_ok=True)
+    return release
+
+
 def cmake_command():
     """The cmake (or cmake3) on PATH with the highest version >= CMAKE_MINIMUM_VERSION."""
     found = {}
@@ -63,6 +122,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
     with open(os.path.join(ROOT, "third_party", "fixture-lib", "VERSION")) as handle:
         third_party = handle.read().strip()
     cmake = cmake_command()
+    aotriton_version = aotriton()
     generator = "Ninja" if shutil.which("ninja") else "Unix Makefiles"
     build_dir = os.path.join(ROOT, "build")
     os.makedirs(build_dir, exist_ok=True)
@@ -87,7 +147,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
             '__version__ = "%s+rocm%s"\nhip = "%s"\ncuda = None\ngit_version = "%s"\nrocm_arch = "%s"\n'
-            'third_party = "%s"\nmax_jobs = "%s"\ncmake_generator = "%s"\n'
+            'third_party = "%s"\nmax_jobs = "%s"\ncmake_generator = "%s"\naotriton = "%s"\n'
             % (
                 version,
                 hip_version.split("-")[0],
@@ -97,6 +157,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
                 third_party,
                 os.environ.get("MAX_JOBS", ""),
                 generator,
+                aotriton_version,
             )
         )
 
@@ -109,8 +170,8 @@ class BinaryDistribution(Distribution):
 setup(
     name="torch",
     version="%s+rocm%s" % (version, hip_version.split("-")[0]),
-    packages=["torch"],
-    package_data={"torch": ["_C.so"]},
+    packages=["torch", "torch.backends"],
+    package_data={"torch": ["_C.so", "lib/*.so*", "lib/aotriton.images/*/*", "include/aotriton/*"]},
     # torch's runtime requirements, as the upstream wheel declares them (../shared/UPSTREAM.md; bounds from
     # pytorch/pytorch pyproject.toml): a stack virtualenv without them does not import torch.
     install_requires=[

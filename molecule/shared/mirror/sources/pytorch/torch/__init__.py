@@ -8,7 +8,7 @@ import os
 import sympy  # noqa: F401
 import typing_extensions  # noqa: F401
 
-from torch import cuda, version  # noqa: F401
+from torch import backends, cuda, version  # noqa: F401
 
 _KERNELS = set()  # (operator, dispatch key) pairs that libraries registered, as torch's dispatcher records them
 

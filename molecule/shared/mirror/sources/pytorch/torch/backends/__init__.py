@@ -1,0 +1,3 @@
+"""Fixture torch.backends."""
+
+from torch.backends import cuda  # noqa: F401
