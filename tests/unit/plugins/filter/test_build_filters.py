@@ -12,9 +12,7 @@ def test_every_filter_has_its_documentation_file():
     import os
 
     here = os.path.join(os.path.dirname(FILTERS["rocm_arch"].__code__.co_filename))
-    assert sorted(name for name in FILTERS if not os.path.isfile(os.path.join(here, name + ".yml"))) == [
-        "vllm_instances"
-    ]  # vllm_instances is documented by the vllm_service role's argument_specs
+    assert sorted(name for name in FILTERS if not os.path.isfile(os.path.join(here, name + ".yml"))) == []
 
 
 def test_rocm_arch_takes_radeon_only_when_allowed():
@@ -36,3 +34,14 @@ def test_git_filters_compose():
         "GIT_CONFIG_KEY_0": "url.http://mirror/git/github.com/.insteadOf",
         "GIT_CONFIG_VALUE_0": "https://github.com/",
     }
+
+
+def test_build_download_filters_fail_as_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="llvm-hash.txt"):
+        FILTERS["triton_llvm"]("not a commit")
+    assert FILTERS["triton_llvm"]("7d5de3033187c8a3", "ubuntu-x64", "")["name"] == "llvm-7d5de303-ubuntu-x64"
+    with pytest.raises(AnsibleFilterError, match="cannot read AOTriton"):
+        FILTERS["aotriton_downloads"]("", "7.0.2", "gfx942")
+    with pytest.raises(AnsibleFilterError, match="not a file URL"):
+        FILTERS["mirror_file_url"]("git@github.com:x/y", "http://mirror/")
+    assert FILTERS["mirror_file_url"]("https://h/p/f.tar.gz", "http://mirror/") == "http://mirror/files/h/p/f.tar.gz"
