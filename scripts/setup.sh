@@ -10,6 +10,7 @@ apt_packages=(
   qemu-system-x86 qemu-utils debootstrap  # the molecule guest
   apt-utils gnupg socat                   # the fixture mirror's indexes and signatures; the air-gapped guest's forward
   systemd-container iproute2              # benchmarks/scale.py's lightweight hosts
+  shellcheck                              # ansible-test sanity's shellcheck test
 )
 missing=()
 for package in "${apt_packages[@]}"; do
@@ -45,4 +46,4 @@ print(re.search(r"pip='([0-9.]+)'", source).group(1))
 PY
 )
 mkdir -p ~/.ansible/test/cache
-install -m 0644 scripts/ansible-test-get-pip.py ~/.ansible/test/cache/get_pip_${pip_version//./_}.py
+install -m 0644 scripts/ansible-test-get-pip.py ~/.ansible/test/cache/get_pip_"${pip_version//./_}".py

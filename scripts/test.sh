@@ -5,7 +5,7 @@
 # INSTINCT_TEST_STAGES limits the stages (space separated), e.g. "lint unit"; "molecule:cluster"
 # runs one scenario.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 started=$SECONDS
 setup_start=$SECONDS
 scripts/setup.sh || exit 1
