@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 
 from ansible_collections.instinct.stack.plugins.modules import amdgpu_driver
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 
 from ansible_collections.instinct.stack.plugins.modules import gfx_arch
 
