@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_downloads import (
+    TRITON_LLVM_SYSTEM_SUFFIX,
     BuildDownloadError,
     aotriton,
     triton_llvm,
@@ -47,7 +48,7 @@ def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _triton_llvm(llvm_hash_text, system_suffix="ubuntu-x64", base_url=None):
+def _triton_llvm(llvm_hash_text, system_suffix=TRITON_LLVM_SYSTEM_SUFFIX, base_url=None):
     try:
         if base_url:
             return triton_llvm(llvm_hash_text, system_suffix, base_url)

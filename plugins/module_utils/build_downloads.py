@@ -18,6 +18,7 @@ import re
 # triton-lang/triton setup.py (get_llvm_package_info): llvm-{first 8 of cmake/llvm-hash.txt}-{system suffix}.tar.gz
 # under this URL; the suffix is "ubuntu-x64" on x86_64 with glibc newer than 2.28 (Debian 12, Ubuntu 20.04 on).
 TRITON_LLVM_BASE_URL = "https://oaitriton.blob.core.windows.net/public/llvm-builds"
+TRITON_LLVM_SYSTEM_SUFFIX = "ubuntu-x64"
 TRITON_LLVM_HASH_FILE = "cmake/llvm-hash.txt"
 # pytorch/pytorch cmake/External/aotriton.cmake: the runtime and per-arch image tarballs of one AOTriton release.
 AOTRITON_CMAKE_FILE = "cmake/External/aotriton.cmake"
@@ -29,7 +30,7 @@ class BuildDownloadError(ValueError):
     pass
 
 
-def triton_llvm(llvm_hash_text, system_suffix="ubuntu-x64", base_url=TRITON_LLVM_BASE_URL):
+def triton_llvm(llvm_hash_text, system_suffix=TRITON_LLVM_SYSTEM_SUFFIX, base_url=TRITON_LLVM_BASE_URL):
     """The prebuilt LLVM Triton's setup.py would download for the content of its cmake/llvm-hash.txt.
 
     Returns name (also the tarball's top directory, the LLVM_SYSPATH once extracted) and url.

@@ -70,12 +70,20 @@ def load_config(path):
     # URL prefix -> replacement for fetching build-time downloads (a proxy, or another mirror's files/); each file is
     # still stored under its upstream URL's files/HOST/PATH.
     config.setdefault("download_rewrites", {})
-    # The archs whose AOTriton kernel images the mirror holds: every Instinct arch of the collection's table.
-    config.setdefault("gpu_archs", sorted(collection_module("gfx_targets").GFX_ARCHS))
-    config.setdefault("triton_llvm_system_suffix", "ubuntu-x64")
-    # false for a cluster that builds PyTorch with pytorch_aotriton: false (no flash attention): no AOTriton files.
-    config.setdefault("aotriton", True)
+    config.update(download_settings(config))
     return config
+
+
+def download_settings(source):
+    """What decides the build-time downloads, from a configuration or a manifest (one written before they existed
+    included), with the defaults filled in."""
+    return {
+        # The archs whose AOTriton kernel images the mirror holds: every Instinct arch of the collection's table.
+        "gpu_archs": source.get("gpu_archs", sorted(collection_module("gfx_targets").GFX_ARCHS)),
+        "triton_llvm_system_suffix": source.get("triton_llvm_system_suffix", build_downloads.TRITON_LLVM_SYSTEM_SUFFIX),
+        # false for a cluster that builds PyTorch with pytorch_aotriton: false (no flash attention): no AOTriton files.
+        "aotriton": source.get("aotriton", True),
+    }
 
 
 def repo_paths(config):
@@ -236,6 +244,14 @@ def sign_repositories(config, dest, work):
         write_signed_index(dest / path, config["suite"], "pool", gpg_argv)
 
 
+def git_file(bare, commit, path):
+    """A file of a mirrored repository at a commit, or None when it has none."""
+    shown = subprocess.run(
+        ["git", "show", "%s:%s" % (commit, path)], cwd=bare, capture_output=True, text=True, check=False
+    )
+    return shown.stdout if shown.returncode == 0 else None
+
+
 def git_repositories(config, dest, work):
     """git clone --mirror each source, then every submodule its pinned ref names, recursively."""
     mirrored = {}
@@ -259,14 +275,10 @@ def git_repositories(config, dest, work):
 
     def submodules(url, ref):
         bare = mirror(url)
-        gitmodules = subprocess.run(
-            ["git", "show", "%s:.gitmodules" % ref], cwd=bare, capture_output=True, text=True, check=False
-        )
-        if gitmodules.returncode != 0:
+        gitmodules = git_file(bare, ref, ".gitmodules")
+        if gitmodules is None:
             return
-        config_lines = run(
-            ["git", "config", "-f", "-", "--get-regexp", r"submodule\..*\.(url|path)"], input=gitmodules.stdout
-        )
+        config_lines = run(["git", "config", "-f", "-", "--get-regexp", r"submodule\..*\.(url|path)"], input=gitmodules)
         entries = {}
         for line in config_lines.splitlines():
             key, value = line.split(" ", 1)
@@ -308,14 +320,6 @@ def git_repositories(config, dest, work):
 
 
 PLACEHOLDER = "instinct.placeholder"
-
-
-def git_file(bare, commit, path):
-    """A file of a mirrored repository at a commit, or None when it has none."""
-    shown = subprocess.run(
-        ["git", "show", "%s:%s" % (commit, path)], cwd=bare, capture_output=True, text=True, check=False
-    )
-    return shown.stdout if shown.returncode == 0 else None
 
 
 def needed_downloads(config, dest, refs):
@@ -452,9 +456,7 @@ def build(config_path, dest):
         "git": refs,
         "wheels": wheels,
         "downloads": downloads,
-        "gpu_archs": config["gpu_archs"],
-        "triton_llvm_system_suffix": config["triton_llvm_system_suffix"],
-        "aotriton": config["aotriton"],
+        **download_settings(config),
     }
     return write_manifest(dest, summary)
 
@@ -480,12 +482,7 @@ def verify(dest):
     # What the mirrored sources download at build time, read again from them: a mirror made before a source pinned
     # a new LLVM, or without the build-time downloads, is named here instead of failing a build on the hosts.
     if manifest.get("git"):
-        config = {
-            "rocm_version": manifest["rocm_version"],
-            "gpu_archs": manifest.get("gpu_archs", sorted(collection_module("gfx_targets").GFX_ARCHS)),
-            "triton_llvm_system_suffix": manifest.get("triton_llvm_system_suffix", "ubuntu-x64"),
-            "aotriton": manifest.get("aotriton", True),
-        }
+        config = dict(download_settings(manifest), rocm_version=manifest["rocm_version"])
         try:
             needed = needed_downloads(config, dest, manifest["git"])
         except MirrorError as error:
