@@ -253,26 +253,34 @@ def amdgpu_packages(amdgpu, kfd_version, suite):
     ]
 
 
-def build_deb(workdir, outdir, name, version, depends, files, scripts):
-    root = os.path.join(workdir, "%s_%s" % (name, version))
-    os.makedirs(os.path.join(root, "DEBIAN"))
+def write_files(root, files, workdir, symbol=None):
+    """files (path under root -> content) into root: text (executable when it starts with #!), ("link", target) for
+    a symlink, or ("so", soname) for a real shared library exporting SYMBOL_fixture_version (symbol: the soname's
+    own by default), with its soname link beside it."""
     for path, content in files.items():
-        target = root + path
+        target = os.path.join(root, path.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if isinstance(content, tuple) and content[0] == "link":  # the development symlink to a library
             os.symlink(content[1], target)
         elif isinstance(content, tuple):  # a real shared library with this soname
             source = os.path.join(workdir, "lib.c")
             with open(source, "w") as handle:
-                handle.write("int %s_fixture_version(void) { return 1; }\n" % name.replace("-", "_"))
+                handle.write(
+                    "int %s_fixture_version(void) { return 1; }\n" % (symbol or re.sub(r"\W", "_", content[1]))
+                )
             subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname," + content[1], "-o", target, source], check=True)
-            link = os.path.join(os.path.dirname(target), content[1])
             if os.path.basename(target) != content[1]:
-                os.symlink(os.path.basename(target), link)
+                os.symlink(os.path.basename(target), os.path.join(os.path.dirname(target), content[1]))
         else:
             with open(target, "w") as handle:
                 handle.write(content)
             os.chmod(target, 0o755 if content.startswith("#!") else 0o644)
+
+
+def build_deb(workdir, outdir, name, version, depends, files, scripts):
+    root = os.path.join(workdir, "%s_%s" % (name, version))
+    os.makedirs(os.path.join(root, "DEBIAN"))
+    write_files(root, files, workdir, symbol=name.replace("-", "_"))
     control = [
         "Package: " + name,
         "Version: " + version,
@@ -387,23 +395,9 @@ def source_repos(work, out):
 
 
 def _tar(path, top, files):
-    """A .tar.gz whose entries sit under top/, as upstream's tarballs are laid out; files maps a path to its content
-    (a str, or ("so", soname) for a real shared library)."""
+    """A .tar.gz whose entries sit under top/, as upstream's tarballs are laid out (files as write_files takes them)."""
     with tempfile.TemporaryDirectory() as work:
-        for name, content in files.items():
-            target = os.path.join(work, top, name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            if isinstance(content, tuple):
-                source = os.path.join(work, "lib.c")
-                with open(source, "w") as handle:
-                    handle.write("int %s_fixture_version(void) { return 1; }\n" % re.sub(r"\W", "_", content[1]))
-                subprocess.run(
-                    ["gcc", "-shared", "-fPIC", "-Wl,-soname," + content[1], "-o", target, source], check=True
-                )
-            else:
-                with open(target, "w") as handle:
-                    handle.write(content)
-                os.chmod(target, 0o755 if content.startswith("#!") else 0o644)
+        write_files(os.path.join(work, top), files, work)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         subprocess.run(
             ["tar", "-C", work, "--sort=name", "--owner=0", "--group=0", "--mtime=@0", "-czf", path, top], check=True
