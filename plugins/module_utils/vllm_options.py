@@ -3,7 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validate a vLLM service instance and turn it into `vllm serve` arguments.
 
-Every check names the instance and the option, so a bad value stops the rollout before a unit is written.
+The vllm_service role's meta/argument_specs.yml checks each instance first, when the role starts: required
+options, types, choices (dtype, block_size, quantization) and unknown options. This module checks only what an
+argument spec cannot express: patterns, ranges, the host's GPUs and their archs, reserved extra_args, and names
+and ports unique across instances. Every check names the instance and the option, so a bad value stops the
+rollout before a unit is written.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,12 +16,12 @@ __metaclass__ = type
 
 import re
 
-DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
-BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 # vLLM's ROCm platform (vllm/platforms/rocm.py, RocmPlatform.supported_quantization at v0.11): the methods it
 # accepts, and the ones that need more than a ROCm GPU. bitsandbytes is added only off gfx9 ("warp size 64
 # limitation"); the fp8 methods need fp8 hardware (supports_fp8: gfx94*, gfx95*, gfx12*); mxfp4 runs natively on
 # gfx95* (supports_mx) and through Triton kernels elsewhere, so it is not restricted here.
+# The same list is the quantization option's choices in roles/vllm_service/meta/argument_specs.yml (a unit test keeps
+# the two equal); here it names the methods an instance's GPUs can run.
 QUANTIZATIONS = (
     "awq",
     "gptq",
@@ -39,6 +43,8 @@ QUANTIZATION_ARCHS = {
     "ptpc_fp8": ("fp8 hardware: gfx94x, gfx95x or gfx12xx", lambda gfx: gfx.startswith(("gfx94", "gfx95", "gfx12"))),
 }
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+# The options' defaults, as in roles/vllm_service/meta/argument_specs.yml (a unit test keeps them equal): role
+# argument validation checks the variables but does not fill them in.
 DEFAULTS = {
     "host": "127.0.0.1",
     "port": 8000,
@@ -96,7 +102,6 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
     """
     if not isinstance(instance, dict):
         raise InvalidInstance("a vLLM instance must be a mapping, got %r" % (instance,))
-    unknown = sorted(set(instance) - set(DEFAULTS) - {"name", "model"})
     merged = dict(DEFAULTS)
     merged.update(instance)
     name = merged.get("name")
@@ -104,19 +109,8 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
         raise InvalidInstance(
             "vLLM instance name %r must be lower-case letters, digits and dashes (at most 40)" % (name,)
         )
-    if unknown:
-        raise InvalidInstance("vLLM instance %r: unknown options %s" % (name, ", ".join(unknown)))
-    if not merged.get("model"):
-        raise InvalidInstance("vLLM instance %r: model is required (a path or a model name in the local cache)" % name)
     merged["port"] = _int(merged, "port", 1, 65535)
-    if merged["block_size"] not in (None, ""):
-        merged["block_size"] = _int(merged, "block_size", 1, 128)
-        if merged["block_size"] not in BLOCK_SIZES:
-            raise InvalidInstance(
-                "vLLM instance %r: block_size must be one of %s, got %s" % (name, BLOCK_SIZES, merged["block_size"])
-            )
-    else:
-        merged["block_size"] = None
+    merged["block_size"] = _int(merged, "block_size") if merged["block_size"] not in (None, "") else None
     try:
         utilization = float(merged["gpu_memory_utilization"])
     except (TypeError, ValueError):
@@ -129,15 +123,6 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
             "vLLM instance %r: gpu_memory_utilization must be in (0, 1], got %s" % (name, utilization)
         )
     merged["gpu_memory_utilization"] = utilization
-    if merged["dtype"] not in DTYPES:
-        raise InvalidInstance(
-            "vLLM instance %r: dtype must be one of %s, got %r" % (name, ", ".join(DTYPES), merged["dtype"])
-        )
-    if merged["quantization"] not in (None, "") and merged["quantization"] not in QUANTIZATIONS:
-        raise InvalidInstance(
-            "vLLM instance %r: quantization must be one of %s, got %r"
-            % (name, ", ".join(QUANTIZATIONS), merged["quantization"])
-        )
     gpus = [int(gpu) for gpu in merged["gpus"]]
     if any(gpu < 0 or gpu >= gpu_count for gpu in gpus):
         raise InvalidInstance(

@@ -50,9 +50,11 @@ def test_the_upstream_fixture_mirror_is_unreachable(host):
 
 def test_every_source_is_the_mirror(host):
     mirror = mirror_url()
-    sources = host.file("/etc/apt/sources.list.d/rocm.sources").content_string
+    sources = "".join(
+        host.file("/etc/apt/sources.list.d/%s.sources" % name).content_string for name in ("rocm", "amdgpu")
+    )
     uris = [line.split(": ", 1)[1] for line in sources.splitlines() if line.startswith("URIs:")]
-    assert uris and all(uri.startswith(mirror + "/") for uri in uris)
+    assert len(uris) == 2 and all(uri.startswith(mirror + "/") for uri in uris), uris
     for checkout in ("pytorch", "triton", "vllm"):
         remote = host.check_output("sudo git -C /var/lib/instinct-stack/src/%s remote get-url origin", checkout)
         assert remote.startswith(mirror + "/git/127.0.0.1/git/"), remote

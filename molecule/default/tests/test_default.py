@@ -19,10 +19,18 @@ def test_rocm_keyring_and_signed_by_source(host):
     key = host.file("/etc/apt/keyrings/rocm.asc")
     assert key.user == "root" and key.mode == 0o644
     assert "BEGIN PGP PUBLIC KEY BLOCK" in key.content_string
-    sources = host.file("/etc/apt/sources.list.d/rocm.sources").content_string
-    assert "Signed-By: /etc/apt/keyrings/rocm.asc" in sources
-    assert "/rocm/apt/7.0.2\n" in sources and "/amdgpu/30.10.2/ubuntu\n" in sources
-    assert "Suites: jammy" in sources
+    # One deb822 file per repository, as ansible.builtin.deb822_repository writes them.
+    releases = {"rocm": "/rocm/apt/7.0.2", "amdgpu": "/amdgpu/30.10.2/ubuntu"}
+    for name, path in releases.items():
+        sources = host.file("/etc/apt/sources.list.d/%s.sources" % name)
+        assert sources.mode == 0o644
+        fields = dict(line.split(": ", 1) for line in sources.content_string.splitlines() if ": " in line)
+        assert fields["X-Repolib-Name"] == name
+        assert fields["Types"] == "deb" and fields["Suites"] == "jammy" and fields["Components"] == "main"
+        assert fields["Signed-By"] == "/etc/apt/keyrings/rocm.asc"
+        assert fields["URIs"].endswith(path), fields["URIs"]
+    # apt reads them: the ROCm packages come from those URIs (test_apt_pin_prefers_the_rocm_repository).
+    assert host.package("python3-debian").is_installed
 
 
 def test_apt_pin_prefers_the_rocm_repository(host):

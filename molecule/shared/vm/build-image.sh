@@ -13,6 +13,9 @@ packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,py
 # Debian's clang stands in for the clang of ROCm's rocm-llvm package (the fixture links it under /opt/rocm/lib/llvm):
 # the fixture hipcc compiles with it, so the GCC installation it picks is a real clang's choice.
 packages+=,clang-16
+# ansible.builtin.deb822_repository needs python3-debian on the host; the rocm role installs it from the
+# distribution, which the air-gapped scenario has no mirror of, so the image carries it as a site's base image would.
+packages+=,python3-debian
 disk_size=6G
 
 key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
