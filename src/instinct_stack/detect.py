@@ -12,13 +12,15 @@ _RESULT_EVENTS = jmespath.compile(
 _UNREACHABLE_EVENTS = jmespath.compile("[?event == 'runner_on_unreachable']")
 
 
-def detect(inventory, limit=None, extravars=None, root=None):
-    """Run the detection; return (per-host dicts, ansible-playbook rc, its output).
+def detect(inventory, limit=None, extravars=None, **run_options):
+    """Run the detection; return (per-host dicts, ansible-playbook rc, its output, the run directory).
 
     Each dict holds host, ok, gpus, gfx_arch, pytorch_rocm_arch, source_used and error.
     """
-    events, rc, output = run_playbook("playbooks/detect.yml", inventory, limit=limit, extravars=extravars, root=root)
-    return hosts_from_events(events), rc, output
+    events, rc, output, run_dir = run_playbook(
+        "playbooks/detect.yml", inventory, limit=limit, extravars=extravars, **run_options
+    )
+    return hosts_from_events(events), rc, output, run_dir
 
 
 def hosts_from_events(events):

@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from instinct_stack.collection import collection_module
+from instinct_stack.collection import BadInput, collection_module
 
 mirror_path = collection_module("mirror_layout").mirror_path
 mirror_file_path = collection_module("mirror_layout").mirror_file_path
@@ -52,11 +52,16 @@ def run(argv, **kwargs):
 def load_config(path):
     import yaml  # ansible-core's dependency
 
-    with open(path) as handle:
-        config = yaml.safe_load(handle)
+    try:
+        with open(path) as handle:
+            config = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise BadInput("mirror configuration %s: %s" % (path, exc)) from exc
+    if not isinstance(config, dict):
+        raise BadInput("mirror configuration %s: expected a mapping of settings" % path)
     for key in ("rocm_version", "amdgpu_version", "suite", "repo_base_url", "packages"):
         if key not in config:
-            raise MirrorError("%s: missing %r" % (path, key))
+            raise BadInput("%s: missing %r" % (path, key))
     config.setdefault("key_url", config["repo_base_url"].rstrip("/") + "/rocm/rocm.gpg.key")
     config.setdefault("git", {})
     # url.<replacement>.insteadOf rules for fetching upstream (a proxy or another mirror in front of github.com);
@@ -439,7 +444,7 @@ def build(config_path, dest):
     config = load_config(config_path)
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
-        raise MirrorError("%s is not empty; build a mirror into a new directory" % dest)
+        raise BadInput("%s is not empty; build a mirror into a new directory" % dest)
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="instinct-mirror-") as tmp:
         work = Path(tmp)

@@ -2,77 +2,15 @@
 
 import base64
 import json
-import sys
 
 import jmespath
 
 from instinct_stack.collection import run_playbook
+from instinct_stack.progress import Progress
 
 _STACK_RECORD_TASK = "Read the installed stack's verification record"
 _GFX_ACTION = "instinct.stack.gfx_arch"
 _DRIVER_ACTION = "instinct.stack.amdgpu_driver"
-
-
-class Progress:
-    """Per-host counters from ansible-runner events, shown live: one line per host on a terminal, else a log."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.live = hasattr(stream, "isatty") and stream.isatty()
-        self.hosts = {}
-        self.task = ""
-        self.drawn = 0
-
-    def host(self, name):
-        return self.hosts.setdefault(
-            name, {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "unreachable": 0, "task": ""}
-        )
-
-    def handle(self, event):
-        kind, data = event.get("event", ""), event.get("event_data", {})
-        if kind == "playbook_on_task_start":
-            role = data.get("role")
-            self.task = ("%s : %s" % (role, data.get("task")) if role else data.get("task", "")).strip()
-            return True
-        if not kind.startswith("runner_on_") or "host" not in data:
-            return True
-        state = self.host(data["host"])
-        state["task"] = self.task
-        result = data.get("res", {})
-        if kind == "runner_on_ok":
-            state["changed" if result.get("changed") else "ok"] += 1
-        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
-            state["failed"] += 1
-        elif kind == "runner_on_skipped":
-            state["skipped"] += 1
-        elif kind == "runner_on_unreachable":
-            state["unreachable"] += 1
-        else:
-            return True
-        self.draw(data["host"])
-        return True
-
-    def line(self, name):
-        state = self.hosts[name]
-        return "%-24s ok=%-4d changed=%-4d failed=%-3d unreachable=%-2d %s" % (
-            name,
-            state["ok"],
-            state["changed"],
-            state["failed"],
-            state["unreachable"],
-            state["task"][:70],
-        )
-
-    def draw(self, updated):
-        if not self.live:
-            self.stream.write(self.line(updated) + "\n")
-            return
-        if self.drawn:
-            self.stream.write("\x1b[%dA" % self.drawn)
-        for name in sorted(self.hosts):
-            self.stream.write("\x1b[2K" + self.line(name) + "\n")
-        self.drawn = len(self.hosts)
-        self.stream.flush()
 
 
 _HOST_EVENTS = "[?event_data.host == '{host}' && starts_with(event, 'runner_on_')]"
@@ -132,15 +70,62 @@ def build_report(events, rc, check=False):
     return report
 
 
-def rollout(inventory, limit=None, check=False, extravars=None, root=None, progress=None):
-    """Run site.yml; return (report, ansible-playbook output)."""
-    events, rc, output = run_playbook(
-        "site.yml",
-        inventory,
-        limit=limit,
-        extravars=extravars,
-        cmdline="--check" if check else None,
-        event_handler=(progress or Progress()).handle,
-        root=root,
+def exit_code(report):
+    """0 every host fine; 1 a host failed or was unreachable; 2 nothing ran (bad input: ansible-playbook stopped
+    before any host, or the inventory and --limit matched no host)."""
+    if not report["hosts"]:
+        return 2
+    return 0 if report["ok"] else 1
+
+
+def rollout(inventory, limit=None, check=False, extravars=None, cmdline_args=None, progress=None, **run_options):
+    """Run site.yml; return (report, ansible-playbook output, run directory)."""
+    progress = progress or Progress()
+
+    def handle(event):
+        if event.get("event") == "playbook_on_stats":
+            progress.stats(event)
+        return progress.handle(event)
+
+    try:
+        events, rc, output, run_dir = run_playbook(
+            "playbooks/site.yml",
+            inventory,
+            limit=limit,
+            extravars=extravars,
+            cmdline_args=(["--check"] if check else []) + list(cmdline_args or []),
+            event_handler=handle,
+            **run_options,
+        )
+    finally:
+        progress.close()
+    report = build_report(events, rc, check)
+    report["run_dir"] = run_dir
+    return report, output, run_dir
+
+
+def summary_table(report, stream):
+    """The end-of-run table: one row per host with its state, changes, gfx arch, stack and what needs a hand."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title="instinct-stack rollout%s" % (" (check mode)" if report["check_mode"] else ""), title_justify="left"
     )
-    return build_report(events, rc, check), output
+    for column in ("host", "state", "changed", "gfx", "stack (torch / vllm)", "notes"):
+        table.add_column(column)
+    for host, entry in sorted(report["hosts"].items()):
+        state = "UNREACHABLE" if entry["unreachable"] else "FAILED" if entry["failures"] else "ok"
+        stack = entry["stack"] or {}
+        notes = ["%s: %s" % (failure["task"], failure["msg"]) for failure in entry["failures"]]
+        if (entry.get("reboot") or {}).get("pending"):
+            notes.append("reboot pending: %s" % entry["reboot"]["reason"])
+        table.add_row(
+            host,
+            state,
+            str(entry["changed"]),
+            ",".join(entry["gfx_arch"] or []) or "-",
+            "%s / %s" % (stack.get("torch", "-"), stack.get("vllm", "-")) if stack else "-",
+            "\n".join(notes),
+        )
+    Console(file=stream, highlight=False, soft_wrap=False, width=160 if not stream.isatty() else None).print(table)

@@ -2,8 +2,10 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_rollout_reports_the_guest(tmp_path):
@@ -16,6 +18,8 @@ def test_rollout_reports_the_guest(tmp_path):
         inventory,
         "--report",
         str(report_path),
+        "--run-dir",
+        str(tmp_path / "run"),
     ]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -28,5 +32,12 @@ def test_rollout_reports_the_guest(tmp_path):
     # amdgpu-dkms is installed and no amdgpu module of its own is loaded: the report says a reboot is pending.
     assert host["reboot"]["pending"] is True and "amdgpu-dkms" in host["reboot"]["reason"]
     assert "reboot pending: " in proc.stdout
-    assert "changed=0" in proc.stdout and name in proc.stdout
-    assert "molecule-canary-key" not in proc.stdout + proc.stderr + report_path.read_text()
+    # The summary table's row: the host, its state and the tasks it changed.
+    assert re.search(r"%s\s*│\s*ok\s*│\s*0\s*│\s*gfx942" % re.escape(name), proc.stdout), proc.stdout
+    # ansible-runner's artifacts stay in the run directory, without the API key.
+    artifacts = [path for path in (tmp_path / "run").rglob("*") if path.is_file()]
+    assert any(path.parent.name == "job_events" for path in artifacts)
+    assert "run directory: %s" % (tmp_path / "run") in proc.stderr
+    everything = proc.stdout + proc.stderr + report_path.read_text()
+    everything += "".join(Path(path).read_text(errors="replace") for path in artifacts)
+    assert "molecule-canary-key" not in everything

@@ -47,5 +47,14 @@ def test_build_refuses_a_non_empty_destination(tmp_path, capsys):
         "repo_base_url: http://127.0.0.1:9\npackages: [rocm]\n"
     )
     dest = make_mirror(tmp_path)
-    assert main(["mirror", "build", str(config), str(dest)]) == 1
+    assert main(["mirror", "build", str(config), str(dest)]) == 2  # bad input: nothing ran
     assert "is not empty" in capsys.readouterr().err
+
+
+def test_build_names_what_the_configuration_lacks(tmp_path, capsys):
+    config = tmp_path / "mirror.yml"
+    config.write_text("rocm_version: '7.0.2'\n")
+    assert main(["mirror", "build", str(config), str(tmp_path / "new")]) == 2
+    assert "missing 'amdgpu_version'" in capsys.readouterr().err
+    assert main(["mirror", "build", str(tmp_path / "absent.yml"), str(tmp_path / "new")]) == 2
+    assert "absent.yml" in capsys.readouterr().err

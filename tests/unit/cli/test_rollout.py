@@ -87,11 +87,25 @@ def test_progress_lines_when_not_a_terminal():
     for item in EVENTS:
         progress.handle(item)
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 5  # the failure with ignore_errors counts for nothing
+    assert len(lines) == 6  # one per host result
     assert lines[0].startswith("gpu1") and "ok=1" in lines[0] and "rocm : Detect the gfx architecture" in lines[0]
     assert "changed=1" in lines[1]
-    assert lines[3].startswith("gpu2") and "failed=1" in lines[3]
-    assert lines[4].startswith("gpu3") and "unreachable=1" in lines[4]
+    # The failure with ignore_errors counts as ignored, as PLAY RECAP counts it, not as failed.
+    assert lines[3].startswith("gpu2") and "failed=0" in lines[3]
+    assert progress.hosts["gpu2"].counts["ignored"] == 1
+    assert lines[4].startswith("gpu2") and "failed=1" in lines[4]
+    assert lines[5].startswith("gpu3") and "unreachable=1" in lines[5]
+
+
+def test_exit_codes():
+    from instinct_stack.rollout import exit_code
+
+    assert exit_code(build_report(EVENTS[:4], rc=0)) == 0
+    assert exit_code(build_report(EVENTS, rc=2)) == 1
+    # ansible-playbook stopped before any host (an inventory that does not parse, a vault it cannot open).
+    assert exit_code(build_report([], rc=1)) == 2
+    # Nothing matched: rc 0 and no host at all is still not a success.
+    assert exit_code(build_report([], rc=0)) == 2
 
 
 def test_report_shows_the_last_driver_check_per_host():

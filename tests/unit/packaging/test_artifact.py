@@ -3,6 +3,7 @@ ansible-doc and playable from outside the checkout."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -138,3 +139,76 @@ def test_the_site_playbook_resolves_from_the_installed_collection(installed):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "playbook: %s/playbooks/site.yml" % copy in run.stdout
+
+
+def test_the_pip_installed_cli_runs_the_galaxy_installed_collection(installed, tmp_path):
+    """The CLI from its wheel (not the editable checkout) finds the collection where ansible-galaxy put it."""
+    _tarball, copy, outside, env = installed
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "src" / "instinct_stack", source / "src" / "instinct_stack")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("instinct_stack-*.whl")
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    inventory = outside / "hosts.yml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "captured-mi300x": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": sys.executable,
+                            "rocm_gfx_source": "kfd",
+                            "instinct_sysfs_root": str(ROOT / "tests" / "fixtures" / "kfd" / "mi300x-8gpu"),
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run_dir = tmp_path / "run"
+    cli_env = dict(env, PYTHONPATH=str(site))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "instinct_stack.cli",
+            "detect",
+            "-i",
+            str(inventory),
+            "--json",
+            "--run-dir",
+            str(run_dir),
+        ],
+        cwd=outside,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    (row,) = json.loads(run.stdout)
+    assert row["pytorch_rocm_arch"] == "gfx942" and len(row["gpus"]) == 8
+    (command,) = run_dir.glob("artifacts/*/command")
+    assert str(copy / "playbooks" / "detect.yml") in json.loads(command.read_text())["command"]
+    # The module ran from the wheel, not from the checkout.
+    where = subprocess.run(
+        [sys.executable, "-c", "import instinct_stack; print(instinct_stack.__file__)"],
+        env=cli_env,
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert where.startswith(str(site))

@@ -1,0 +1,142 @@
+"""instinct-stack status: what every host runs now, read-only, from playbooks/status.yml's events."""
+
+import base64
+import json
+
+from instinct_stack.collection import run_playbook
+
+_TASKS = {
+    "driver": "Compare the installed amdgpu module with the loaded one",
+    "rocm": "Read the ROCm release",
+    "gfx": "Detect the gfx architecture of every GPU",
+    "stack": "Read the current stack's verification record",
+    "services": "Read each service's state and command line",
+    "health": "Ask each running service for /health",
+}
+_STACK_FIELDS = ("key", "arch", "torch", "hip", "triton", "vllm")
+
+
+def _content(result):
+    if result.get("content"):
+        return base64.b64decode(result["content"]).decode("utf-8", "replace").strip()
+    return None
+
+
+def _properties(stdout):
+    values = {}
+    for line in (stdout or "").splitlines():
+        key, _, value = line.partition("=")
+        values[key] = value
+    return values
+
+
+def hosts_from_events(events):
+    """One dict per host: ok, driver, rocm, gfx_arch, stack, services [{name, state, health}], error."""
+    results, unreachable = {}, {}
+    for event in events:
+        kind, data = event.get("event", ""), event.get("event_data", {})
+        if "host" not in data:
+            continue
+        if kind == "runner_on_unreachable":
+            unreachable[data["host"]] = (data.get("res") or {}).get("msg", "unreachable")
+        elif kind in ("runner_on_ok", "runner_on_failed"):
+            for name, task in _TASKS.items():
+                if data.get("task") == task:
+                    results.setdefault(data["host"], {})[name] = data.get("res") or {}
+    rows = []
+    for host in sorted(set(results) | set(unreachable)):
+        if host in unreachable:
+            rows.append({"host": host, "ok": False, "error": "unreachable: %s" % unreachable[host]})
+            continue
+        got = results[host]
+        driver = got.get("driver", {})
+        record = _content(got.get("stack", {}))
+        stack = None
+        if record:
+            try:
+                stack = {key: value for key, value in json.loads(record).items() if key in _STACK_FIELDS}
+            except ValueError:
+                stack = {"error": "unreadable record"}
+        health = {
+            item.get("item", {}).get("item"): item
+            for item in got.get("health", {}).get("results", [])
+            if not item.get("skipped")
+        }
+        services = []
+        for item in got.get("services", {}).get("results", []):
+            unit = item.get("item")
+            props = _properties(item.get("stdout"))
+            answer = health.get(unit)
+            services.append(
+                {
+                    "name": unit,
+                    "state": "%s/%s" % (props.get("ActiveState", "?"), props.get("SubState", "?")),
+                    "health": None if answer is None else answer.get("status") == 200,
+                }
+            )
+        row = {
+            "host": host,
+            "driver": {
+                "reboot_pending": bool(driver.get("reboot_pending")),
+                "load_failed": bool(driver.get("load_failed")),
+                "reason": driver.get("reason", driver.get("msg", "")),
+            },
+            "rocm": _content(got.get("rocm", {})),
+            "gfx_arch": got.get("gfx", {}).get("gfx_arch", []),
+            "stack": stack,
+            "services": services,
+            "error": None,
+        }
+        row["ok"] = not row["driver"]["load_failed"] and all(
+            service["state"].startswith("active/") and service["health"] for service in services
+        )
+        rows.append(row)
+    return rows
+
+
+def status(inventory, limit=None, **run_options):
+    events, rc, output, run_dir = run_playbook("playbooks/status.yml", inventory, limit=limit, **run_options)
+    return hosts_from_events(events), rc, output, run_dir
+
+
+def format_status(rows):
+    """host, driver, ROCm, gfx, stack, services (state and /health)."""
+    header = ("HOST", "DRIVER", "ROCM", "GFX", "STACK", "SERVICES")
+    lines = []
+    for row in rows:
+        if row.get("error"):
+            lines.append((row["host"], "-", "-", "-", "-", row["error"]))
+            continue
+        driver = row["driver"]
+        driver_text = "LOAD FAILED" if driver["load_failed"] else "reboot pending" if driver["reboot_pending"] else "ok"
+        stack = row["stack"] or {}
+        stack_text = (
+            "%s (torch %s, vllm %s)"
+            % (str(stack.get("key", "?"))[:12], stack.get("torch", "?"), stack.get("vllm", "?"))
+            if stack
+            else "none"
+        )
+        services = ", ".join(
+            "%s %s%s"
+            % (
+                service["name"].removesuffix(".service"),
+                service["state"],
+                "" if service["health"] is None else " health=%s" % ("ok" if service["health"] else "FAILED"),
+            )
+            for service in row["services"]
+        )
+        lines.append(
+            (
+                row["host"],
+                driver_text,
+                row["rocm"] or "none",
+                ",".join(row["gfx_arch"]) or "-",
+                stack_text,
+                services or "none",
+            )
+        )
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines, strict=True)]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in [header] + lines
+    )
