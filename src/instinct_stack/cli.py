@@ -48,6 +48,14 @@ def ansible_options(parser, tags=True):
     group.add_argument("--vault-password-file", action="append", default=[], metavar="FILE", help="vault password file")
     group.add_argument("--vault-id", action="append", default=[], help="vault identity (label@source)")
     parser.add_argument(
+        "--record",
+        nargs="?",
+        const=True,
+        metavar="ARA_DIR",
+        help="record the run with ARA (ARA Records Ansible) in a local SQLite database; "
+        "default directory: $XDG_STATE_HOME/instinct-stack/ara (browse it with: ARA_BASE_DIR=DIR ara-manage runserver)",
+    )
+    parser.add_argument(
         "--run-dir",
         help="where to keep ansible-runner's artifacts (job events, stdout) for this run; "
         "default: a new directory under $XDG_STATE_HOME/instinct-stack/runs",
@@ -90,8 +98,14 @@ def playbook_args(args):
 
 
 def _run_options(args):
+    from instinct_stack.collection import default_ara_dir
+
     argv, passwords = playbook_args(args)
-    return {"cmdline_args": argv, "passwords": passwords, "run_dir": args.run_dir}
+    record = None
+    if args.record:
+        record = default_ara_dir() if args.record is True else args.record
+        print("recording the run with ARA in %s" % record, file=sys.stderr)
+    return {"cmdline_args": argv, "passwords": passwords, "run_dir": args.run_dir, "record": record}
 
 
 def _detect_extravars(args):

@@ -115,6 +115,37 @@ def runner_envvars(collections_path, config_file=None, extra=None):
     return env
 
 
+def default_ara_dir():
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "instinct-stack", "ara")
+
+
+def ara_envvars(config_file=None, base_dir=None):
+    """Environment that records the run with ARA's callback into a local SQLite database (ARA's offline client).
+
+    The callback is added to the user's enabled callbacks and callback paths, not put in their place.
+    """
+    try:
+        from ara.setup import callback_plugins
+    except ImportError as exc:
+        raise BadInput(
+            "--record needs ARA: pip install 'instinct-stack[record]' (or 'ara[server]') beside this CLI"
+        ) from exc
+    from ansible.config.manager import ConfigManager
+
+    base_dir = base_dir or default_ara_dir()
+    os.makedirs(base_dir, mode=0o700, exist_ok=True)  # the records hold task results: the owner's alone
+    manager = ConfigManager(conf_file=config_file) if config_file else ConfigManager()
+    enabled = [name for name in manager.get_config_value("CALLBACKS_ENABLED") or [] if name != "ara_default"]
+    paths = [path for path in manager.get_config_value("DEFAULT_CALLBACK_PLUGIN_PATH") or [] if path]
+    return {
+        "ANSIBLE_CALLBACK_PLUGINS": os.pathsep.join([callback_plugins] + paths),
+        "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled + ["ara_default"]),
+        "ARA_API_CLIENT": "offline",
+        "ARA_BASE_DIR": base_dir,
+    }
+
+
 def collection_module(name):
     """Import plugins/module_utils/NAME of the collection, the one place its logic lives."""
     path = str(find_collection()[1])
@@ -162,14 +193,18 @@ def run_playbook(
     run_dir=None,
     passwords=None,
     envvars=None,
+    record=None,
 ):
     """Run one of the collection's playbooks (a path relative to its root) through ansible-runner.
 
     Runs in the user's working directory, so relative paths and their ansible.cfg mean what they mean to
     ansible-playbook there. Keeps the runner's artifacts (job events, stdout) in run_dir (a new one under
-    default_runs_dir() when None). Returns (events, rc, stdout, run_dir).
+    default_runs_dir() when None). With record (an ARA base directory), ARA records the run there.
+    Returns (events, rc, stdout, run_dir).
     """
     config_file = user_config_file()
+    if record:
+        envvars = dict(envvars or {}, **ara_envvars(config_file, record))
     root, collections_path = find_collection(config_file)
     inventory = [inventory] if isinstance(inventory, str) else list(inventory)
     check_inventory(inventory)

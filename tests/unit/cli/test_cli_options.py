@@ -164,3 +164,26 @@ def test_status_of_this_machine(tmp_path, capsys):
     assert row["rocm"] is None and row["stack"] is None and row["services"] == []
     assert row["driver"]["reboot_pending"] is False
     assert not os.path.exists("/var/lib/instinct-stack/amdgpu-driver.json")
+
+
+def test_record_keeps_the_run_in_ara(tmp_path, capsys):
+    ara_dir = tmp_path / "ara"
+    argv = ["detect", "-i", DEMO, "-l", "captured-mi300x", "--record", str(ara_dir), "--run-dir", str(tmp_path / "r")]
+    assert main(argv) == 0
+    assert "recording the run with ARA in %s" % ara_dir in capsys.readouterr().err
+    assert os.stat(ara_dir).st_mode & 0o777 == 0o700
+    env = dict(os.environ, ARA_API_CLIENT="offline", ARA_BASE_DIR=str(ara_dir))
+    listed = subprocess.run(
+        [os.path.join(BIN, "ara"), "playbook", "list", "-f", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    (playbook,) = json.loads(listed.stdout)
+    assert playbook["path"].endswith("playbooks/detect.yml") and playbook["status"] == "completed"
+    hosts = subprocess.run(
+        [os.path.join(BIN, "ara"), "host", "list", "-f", "json"], env=env, capture_output=True, text=True, check=True
+    )
+    assert [host["name"] for host in json.loads(hosts.stdout)] == ["captured-mi300x"]
