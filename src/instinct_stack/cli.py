@@ -176,6 +176,7 @@ def cmd_status(args):
     if not rows:
         print("no host answered (rc=%s):\n%s" % (rc, output[-3000:]), file=sys.stderr)
         return EXIT_BAD_INPUT
+    print("run directory: %s" % run_dir, file=sys.stderr)
     return EXIT_OK if all(row["ok"] for row in rows) else EXIT_HOST_FAILED
 
 

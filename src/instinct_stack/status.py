@@ -7,6 +7,7 @@ from instinct_stack.collection import run_playbook
 
 _TASKS = {
     "driver": "Compare the installed amdgpu module with the loaded one",
+    "units": "List the vLLM services",
     "rocm": "Read the ROCm release",
     "gfx": "Detect the gfx architecture of every GPU",
     "stack": "Read the current stack's verification record",
@@ -32,21 +33,24 @@ def _properties(stdout):
 
 def hosts_from_events(events):
     """One dict per host: ok, driver, rocm, gfx_arch, stack, services [{name, state, health}], error."""
-    results, unreachable = {}, {}
+    results, unreachable, failed = {}, {}, {}
     for event in events:
         kind, data = event.get("event", ""), event.get("event_data", {})
         if "host" not in data:
             continue
         if kind == "runner_on_unreachable":
             unreachable[data["host"]] = (data.get("res") or {}).get("msg", "unreachable")
-        elif kind in ("runner_on_ok", "runner_on_failed"):
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            failed[data["host"]] = "%s: %s" % (data.get("task"), (data.get("res") or {}).get("msg", "failed"))
+        if kind in ("runner_on_ok", "runner_on_failed"):
             for name, task in _TASKS.items():
                 if data.get("task") == task:
                     results.setdefault(data["host"], {})[name] = data.get("res") or {}
     rows = []
-    for host in sorted(set(results) | set(unreachable)):
-        if host in unreachable:
-            rows.append({"host": host, "ok": False, "error": "unreachable: %s" % unreachable[host]})
+    for host in sorted(set(results) | set(unreachable) | set(failed)):
+        if host in unreachable or host in failed:
+            error = "unreachable: %s" % unreachable[host] if host in unreachable else failed[host]
+            rows.append({"host": host, "ok": False, "error": error})
             continue
         got = results[host]
         driver = got.get("driver", {})
@@ -74,8 +78,13 @@ def hosts_from_events(events):
                     "health": None if answer is None else answer.get("status") == 200,
                 }
             )
+        units = got.get("units", {})
+        systemd_error = None
+        if units.get("rc"):
+            systemd_error = "systemctl: %s" % ((units.get("stderr") or "").splitlines() or ["rc %s" % units["rc"]])[0]
         row = {
             "host": host,
+            "systemd_error": systemd_error,
             "driver": {
                 "reboot_pending": bool(driver.get("reboot_pending")),
                 "load_failed": bool(driver.get("load_failed")),
@@ -87,8 +96,10 @@ def hosts_from_events(events):
             "services": services,
             "error": None,
         }
-        row["ok"] = not row["driver"]["load_failed"] and all(
-            service["state"].startswith("active/") and service["health"] for service in services
+        row["ok"] = (
+            not row["driver"]["load_failed"]
+            and not systemd_error
+            and all(service["state"].startswith("active/") and service["health"] for service in services)
         )
         rows.append(row)
     return rows
@@ -132,7 +143,7 @@ def format_status(rows):
                 row["rocm"] or "none",
                 ",".join(row["gfx_arch"]) or "-",
                 stack_text,
-                services or "none",
+                row["systemd_error"] or services or "none",
             )
         )
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines, strict=True)]

@@ -124,3 +124,40 @@ def test_report_shows_the_last_driver_check_per_host():
     pending = build_report([driver(True, "reboot to load it")], rc=0)["hosts"]["gpu1"]["reboot"]
     assert pending["pending"] is True and pending["reason"] == "reboot to load it"
     assert build_report(EVENTS[:2], rc=0)["hosts"]["gpu1"]["reboot"] is None
+
+
+def test_status_rows_from_events():
+    from instinct_stack.status import format_status, hosts_from_events
+
+    def ok(host, task, res):
+        return event("runner_on_ok", host, task, res=res)
+
+    record = base64.b64encode(json.dumps({"key": "abc123def4567890", "torch": "2.9.0", "vllm": "0.11.0"}).encode())
+    events = [
+        ok("gpu1", "Compare the installed amdgpu module with the loaded one", {"reboot_pending": True, "reason": "r"}),
+        ok("gpu1", "Read the ROCm release", {"content": base64.b64encode(b"7.0.2-56\n").decode()}),
+        ok("gpu1", "Detect the gfx architecture of every GPU", {"gfx_arch": ["gfx942"]}),
+        ok("gpu1", "Read the current stack's verification record", {"content": record.decode()}),
+        ok("gpu1", "List the vLLM services", {"rc": 0}),
+        ok(
+            "gpu1",
+            "Read each service's state and command line",
+            {"results": [{"item": "vllm-llama.service", "stdout": "ActiveState=active\nSubState=running"}]},
+        ),
+        ok(
+            "gpu1",
+            "Ask each running service for /health",
+            {"results": [{"item": {"item": "vllm-llama.service"}, "status": 200}]},
+        ),  # fmt: skip
+        event("runner_on_failed", "gpu2", "Read the ROCm release", res={"msg": "sudo: a password is required"}),
+        event("runner_on_unreachable", "gpu3", "Compare", res={"msg": "ssh: timed out"}),
+    ]
+    rows = {row["host"]: row for row in hosts_from_events(events)}
+    gpu1 = rows["gpu1"]
+    assert gpu1["ok"] is True and gpu1["rocm"] == "7.0.2-56" and gpu1["driver"]["reboot_pending"] is True
+    assert gpu1["stack"] == {"key": "abc123def4567890", "torch": "2.9.0", "vllm": "0.11.0"}
+    assert gpu1["services"] == [{"name": "vllm-llama.service", "state": "active/running", "health": True}]
+    assert rows["gpu2"]["ok"] is False and "sudo: a password is required" in rows["gpu2"]["error"]
+    assert rows["gpu3"]["error"] == "unreachable: ssh: timed out"
+    table = format_status(list(rows.values()))
+    assert "reboot pending" in table and "vllm-llama active/running health=ok" in table and "abc123def456 " in table
