@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import time
 
+from ansible_collections.instinct.stack.plugins.module_utils.build_progress import step_header
+
 BUILD_INFO = "build-info.json"
 
 
@@ -82,7 +84,7 @@ def build(
         except (IOError, OSError, shutil.Error) as exc:
             raise BuildError(name, "copy source", str(exc), log_path, _tail(log_path, log_tail_lines)) from exc
         for step in steps:
-            log.write("== %s: %s\n" % (step["name"], " ".join(step["argv"])))
+            log.write(step_header(step["name"], step["argv"]))
             log.flush()
             try:
                 rc = subprocess.call(
