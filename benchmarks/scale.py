@@ -36,7 +36,8 @@ ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbo
 VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
 # The molecule scenarios' machine helper starts the hosts here too.
 sys.path.insert(0, VM_TOOLS)
-from nspawnctl import SSH_OPTIONS, Bridge, ImageMount, Machine  # noqa: E402
+import fixture_hosts  # noqa: E402
+from nspawnctl import Bridge, ImageMount, Machine  # noqa: E402
 
 BRIDGE_ADDRESS = "10.231.0.1"
 BRIDGE = Bridge("instbench0", BRIDGE_ADDRESS + "/16")
@@ -72,42 +73,12 @@ def hosts_running(workdir, lower, count, identity):
 
 def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
     """The cluster scenario's inventory, for these hosts; the first one builds."""
-    inventory = {
-        "all": {
-            "vars": {
-                "ansible_user": "ansible",
-                "ansible_ssh_private_key_file": identity,
-                "ansible_ssh_common_args": " ".join(SSH_OPTIONS),
-                "instinct_molecule_mirror": {"guest_url": mirror_url},
-                "rocm_repo_base_url": mirror_url,
-                "pytorch_downloads_mirror_url": mirror_url,
-                "rocm_install_kernel_headers": False,
-                "rocm_users": ["ansible"],
-                "pytorch_git_url": mirror_url + "/git/pytorch.git",
-                "pytorch_version": "v2.9.0-fixture",
-                "pytorch_pip_args": [
-                    "--no-index",
-                    "--find-links",
-                    mirror_url + "/wheels/",
-                    "--trusted-host",
-                    BRIDGE_ADDRESS,
-                ],
-                "triton_git_url": mirror_url + "/git/triton.git",
-                "vllm_git_url": mirror_url + "/git/vllm.git",
-                "vllm_version": "v0.11.0-fixture",
-                "vllm_controller_wheel_dir": controller_wheels,
-                "vllm_service_instances": [
-                    {"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}
-                ],
-            },
-            "children": {
-                "inference_hosts": {"hosts": {host.name: {"ansible_host": host.address} for host in hosts}},
-                "build_hosts": {"hosts": {hosts[0].name: {}}},
-            },
-        }
-    }
+    variables = fixture_hosts.fixture_vars(identity, mirror_url, controller_wheels)
+    variables["vllm_service_instances"] = [
+        {"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}
+    ]
     with open(path, "w") as handle:
-        json.dump(inventory, handle, indent=2)
+        json.dump(fixture_hosts.inventory(hosts, variables), handle, indent=2)
 
 
 def children_cpu_seconds():
@@ -137,24 +108,6 @@ def timed(argv, log_path, **kwargs):
     return figures, output
 
 
-def ansible_env(workdir, run_name, forks, profile=False):
-    """Each run set starts from an empty fact cache, controller wheel cache and ssh control socket directory."""
-    state = {part: os.path.join(workdir, part, run_name) for part in ("facts", "cp", "controller-wheels")}
-    for path in state.values():
-        shutil.rmtree(path, ignore_errors=True)
-    env = dict(
-        os.environ,
-        ANSIBLE_FORKS=str(forks),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_HOST_KEY_CHECKING="False",
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=state["facts"],
-        ANSIBLE_SSH_CONTROL_PATH_DIR=state["cp"],
-    )
-    if profile:
-        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.builtin.profile_tasks"
-    return env
-
-
 def count_torch_builds(hosts, identity):
     builds = 0
     for host in hosts:
@@ -177,9 +130,9 @@ def prepared_hosts(args, workdir, lower, identity, mirror_url, name, count):
     with hosts_running(workdir, lower, count, identity) as hosts:
         inventory = os.path.join(workdir, name + ".json")
         write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
-        env = ansible_env(workdir, name, args.forks, args.profile)
+        env = fixture_hosts.ansible_env(workdir, name, args.forks, args.profile)
         timed(
-            [ANSIBLE_PLAYBOOK, "-i", inventory, os.path.join(ROOT, "molecule", "shared", "prepare.yml")],
+            fixture_hosts.prepare_argv(inventory),
             os.path.join(workdir, "logs", name + "-prepare.log"),
             cwd=ROOT,
             env=env,
@@ -300,11 +253,8 @@ def main(argv=None):
     workdir = os.path.abspath(args.workdir)
     shutil.rmtree(os.path.join(workdir, "logs"), ignore_errors=True)
     os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
-    image_dir = run([os.path.join(VM_TOOLS, "build-image.sh")], capture_output=True).stdout.splitlines()[-1]
-    mirror_dir = run(
-        [sys.executable, os.path.join(ROOT, "molecule", "shared", "mirror", "build_mirror.py"), image_dir],
-        capture_output=True,
-    ).stdout.splitlines()[-1]
+    image_dir = fixture_hosts.guest_image()
+    mirror_dir = fixture_hosts.fixture_mirror(image_dir)
     identity = os.path.join(workdir, "id_ed25519")
     if not os.path.exists(identity):
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", identity])
@@ -315,21 +265,7 @@ def main(argv=None):
     results = []
     try:
         with BRIDGE:
-            served = json.loads(
-                run(
-                    [
-                        sys.executable,
-                        os.path.join(VM_TOOLS, "vmctl.py"),
-                        "serve",
-                        mirror_dir,
-                        "--workdir",
-                        workdir,
-                        "--bind",
-                        BRIDGE_ADDRESS,
-                    ],
-                    capture_output=True,
-                ).stdout
-            )
+            served = fixture_hosts.serve_mirror(mirror_dir, workdir, BRIDGE_ADDRESS)
             try:
                 for count in args.hosts:
                     if "ansible" in args.tools:
@@ -337,11 +273,7 @@ def main(argv=None):
                     if "script" in args.tools:
                         results.append(bench_script(args, workdir, lower, identity, served["guest_url"], count))
             finally:
-                subprocess.run(
-                    [sys.executable, os.path.join(VM_TOOLS, "vmctl.py"), "unserve", "--workdir", workdir],
-                    capture_output=True,
-                    check=False,
-                )
+                fixture_hosts.unserve_mirror(workdir)
     finally:
         image.unmount()
         with open(os.path.join(workdir, "results.json"), "w") as handle:

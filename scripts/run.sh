@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The main job on its embedded default target: detect the GPUs of this machine and of a
-# captured 8x MI300X topology through ansible-runner. Pass other arguments to change it, e.g.
-#   scripts/run.sh detect -i inventories/cluster --json
+# The main job on its embedded default target: set up, boot a throwaway local host (a systemd-nspawn
+# container from the molecule guest image), serve it the fixture mirror, run `instinct-stack rollout`
+# against it, ask the vLLM service it started for an OpenAI chat completion, print the answer and the
+# report, tear everything down (scripts/demo_target.py). Root, or sudo.
+#   scripts/run.sh                 # the rollout demo, about 4 min once the guest image and mirror are cached
+#   scripts/run.sh --keep          # the same, leaving the host up; scripts/run.sh --teardown removes it
+#   scripts/run.sh ARGS...         # anything else goes to instinct-stack, e.g.
+#   scripts/run.sh detect -i inventories/demo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-if (($#)); then
-  exec .venv/bin/instinct-stack "$@"
-fi
-exec .venv/bin/instinct-stack detect -i inventories/demo
+exec .venv/bin/python scripts/demo_target.py "$@"

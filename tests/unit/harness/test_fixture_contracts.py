@@ -377,3 +377,81 @@ def test_the_wheelhouse_holds_the_closure_around_the_stacks_own_builds():
         "torchvision": "0.24.0",
         "triton": "3.5.0",
     }
+
+
+def serving_fixture_vllm(tmp_path, api_key):
+    """The fixture's `vllm serve` on a free loopback port, with the simulated GPUs; (process, base URL)."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    amdsmi = fixture_amdsmi(tmp_path, gpus=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(amdsmi), os.path.join(SOURCES, "vllm")]),
+        PYTHONDONTWRITEBYTECODE="1",
+        VLLM_API_KEY=api_key,
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from vllm.entrypoints.cli import main; main()", "serve", "fixture-model"]
+        + ["--port", str(port)],
+        cwd=str(tmp_path),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):  # noqa: S310 - loopback
+                return server, url
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise
+            time.sleep(0.1)
+
+
+def post_json(url, body, api_key=None):
+    import json
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_fixture_vllm_chat_completions_answer_in_openais_shape_behind_the_api_key(tmp_path):
+    server, url = serving_fixture_vllm(tmp_path, "test-key-1")
+    try:
+        body = {"model": "fixture-model", "messages": [{"role": "user", "content": "first"}]}
+        body["messages"] += [{"role": "assistant", "content": "x"}, {"role": "user", "content": "hello there"}]
+        assert post_json(url + "/v1/chat/completions", body)[0] == 401
+        assert post_json(url + "/v1/chat/completions", body, "wrong-key")[0] == 401
+        status, answer = post_json(url + "/v1/chat/completions", body, "test-key-1")
+        assert status == 200
+        assert answer["object"] == "chat.completion" and answer["id"].startswith("chatcmpl-")
+        assert answer["model"] == "fixture-model" and isinstance(answer["created"], int)
+        (choice,) = answer["choices"]
+        assert choice["finish_reason"] == "stop" and choice["message"]["role"] == "assistant"
+        content = choice["message"]["content"]
+        assert "fixture vLLM" in content and "no GPU and no model" in content
+        assert content.endswith('You said: "hello there"')
+        usage = answer["usage"]
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+        assert post_json(url + "/v1/chat/completions", dict(body, model="other"), "test-key-1")[0] == 404
+        assert post_json(url + "/v1/chat/completions", {"messages": []}, "test-key-1")[0] == 400
+    finally:
+        server.kill()
+        server.wait()

@@ -1,9 +1,11 @@
 """`vllm serve MODEL ...`: a small OpenAI-compatible server with vLLM's options, for service tests.
 
-It answers GET /health and GET /v1/models (with Bearer auth when VLLM_API_KEY is set), and
-validates the options the way vLLM does, so a unit that passes a bad value fails to start. Like
-vLLM, it serves only on a detected platform (vllm.platforms, through amdsmi): on UnspecifiedPlatform
-it fails with vLLM's own "Failed to infer device type" error.
+It answers GET /health, GET /v1/models and POST /v1/chat/completions (both with Bearer auth when
+VLLM_API_KEY is set, 401 otherwise, as vLLM's --api-key does), and validates the options the way
+vLLM does, so a unit that passes a bad value fails to start. A chat completion has the OpenAI
+response shape; its content says that no model and no GPU produced it and echoes the last user
+message. Like vLLM, it serves only on a detected platform (vllm.platforms, through amdsmi): on
+UnspecifiedPlatform it fails with vLLM's own "Failed to infer device type" error.
 """
 
 import argparse
@@ -11,6 +13,8 @@ import json
 import logging
 import os
 import sys
+import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -40,6 +44,48 @@ def parser():
     return root
 
 
+# What every chat completion answers: no model runs behind this server, and no GPU either.
+FIXTURE_ANSWER = (
+    "This answer comes from the fixture vLLM of instinct.stack's tests: no GPU and no model produced it, "
+    "the server only echoes your last message. You said: %s"
+)
+
+
+def chat_completion(model, body):
+    """The OpenAI chat.completion object for a request body: (HTTP status, response body)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        return 400, {"error": {"message": "messages must be a non-empty list", "type": "BadRequestError", "code": 400}}
+    if body.get("model", model) != model:
+        message = "The model `%s` does not exist." % body["model"]
+        return 404, {"error": {"message": message, "type": "NotFoundError", "code": 404}}
+    said = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    if isinstance(said, list):  # content parts: the text ones
+        said = " ".join(part.get("text", "") for part in said if isinstance(part, dict) and part.get("type") == "text")
+    content = FIXTURE_ANSWER % json.dumps(said if isinstance(said, str) else "")
+    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+    completion_tokens = len(content.split())
+    return 200, {
+        "id": "chatcmpl-" + uuid.uuid4().hex,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
 INFER_DEVICE_ERROR = (
     "RuntimeError: Failed to infer device type, please set the environment variable "
     "`VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."
@@ -65,16 +111,32 @@ def main(argv=None):
             self.end_headers()
             self.wfile.write(data)
 
+        def _authorized(self):
+            if api_key and self.headers.get("Authorization") != "Bearer " + api_key:
+                self._send(401, {"error": "Unauthorized"})
+                return False
+            return True
+
         def do_GET(self):  # noqa: N802 - http.server's naming
             if self.path == "/health":
                 self._send(200, {})
             elif self.path == "/v1/models":
-                if api_key and self.headers.get("Authorization") != "Bearer " + api_key:
-                    self._send(401, {"error": "Unauthorized"})
-                else:
+                if self._authorized():
                     self._send(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "vllm"}]})
             else:
                 self._send(404, {"error": "not found"})
+
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path != "/v1/chat/completions":
+                self._send(404, {"error": "not found"})
+            elif self._authorized():
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = None
+                self._send(*chat_completion(model, body))
 
         def log_message(self, fmt, *fmt_args):
             sys.stderr.write("INFO: %s %s\n" % (self.address_string(), fmt % fmt_args))
