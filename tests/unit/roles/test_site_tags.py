@@ -1,0 +1,240 @@
+"""The site playbook's tags, and the fact finding that lets a role run without the roles before it.
+
+Every play has a tag (prepare, build, serve) and every role its name, so `--tags vllm_service` redeploys the
+services alone. Checked with `ansible-playbook --list-tags` and `--list-tasks --tags TAG` against a tiny inventory:
+each tag selects all of its roles' tasks and nothing else, besides Ansible's own argument validation of every role
+(which Ansible tags `always`; it reads no host). The build roles are the one documented exception: triton and vllm
+build against the pytorch and triton roles' results, so their tags run those roles too.
+"""
+
+import base64
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+SITE = ROOT / "playbooks" / "site.yml"
+PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+PLAYS = {
+    "prepare": ["rocm", "toolchain", "ldconfig"],
+    "build": ["pytorch", "triton", "vllm"],
+    "serve": ["vllm_service"],
+}
+ROLES = [role for roles in PLAYS.values() for role in roles]
+# The roles each tag runs: a role's tag runs the role, and for triton and vllm the build roles they build against.
+SELECTS = {
+    "rocm": ["rocm"],
+    "toolchain": ["toolchain"],
+    "ldconfig": ["ldconfig"],
+    "pytorch": ["pytorch"],
+    "triton": ["pytorch", "triton"],
+    "vllm": ["pytorch", "triton", "vllm"],
+    "vllm_service": ["vllm_service"],
+    **PLAYS,
+}
+# The role tags of each play's tasks.
+SELECTS_BY_PLAY = {
+    play: {tag for tag, roles in SELECTS.items() if tag not in PLAYS and set(roles) & set(members)}
+    for play, members in PLAYS.items()
+}
+# What a role reads that an earlier role sets in the same run, and finds itself (its tasks/facts.yml) when that
+# role did not run: the fact whose absence makes it look, and what it looks at.
+FACT_FINDING = {
+    "toolchain": {"rocm_installed_version": "ansible.builtin.slurp"},
+    "ldconfig": {"rocm_installed_prefix": "ansible.builtin.stat"},
+    "pytorch": {"rocm_pytorch_rocm_arch": "instinct.stack.gfx_arch", "rocm_installed_version": "ansible.builtin.slurp"},
+    "vllm_service": {"rocm_gpus": "instinct.stack.gfx_arch"},
+}
+VALIDATION = "Validating arguments against arg spec"
+TASK_LINE = re.compile(r"^ {6}(?:instinct\.stack\.(?P<role>\w+) : )?(?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$")
+
+
+@pytest.fixture(scope="module")
+def ansible(tmp_path_factory):
+    """Run ansible-playbook outside the checkout (no ansible.cfg of it) with the checkout as instinct.stack."""
+    work = tmp_path_factory.mktemp("site-tags")
+    inventory = work / "hosts.yml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {"prep1": {}},
+                    "children": {
+                        "build_hosts": {"hosts": {"node1": {}}},
+                        "inference_hosts": {"hosts": {"node1": {}, "node2": {}}},
+                    },
+                }
+            }
+        )
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
+
+    outputs = {}
+
+    def run(*args, playbook=SITE):
+        if (args, playbook) in outputs:  # the listings do not change within a session
+            return outputs[args, playbook]
+        proc = subprocess.run(
+            [str(PLAYBOOK), "-i", str(inventory), str(playbook), *args],
+            capture_output=True,
+            text=True,
+            cwd=work,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outputs[args, playbook] = proc.stdout
+        return proc.stdout
+
+    run.work = work
+    return run
+
+
+def listed_tasks(output):
+    """(play number, role, task name, tags) of every task --list-tasks shows; an include_role line is its role's."""
+    tasks, play, role = [], 0, None
+    for line in output.splitlines():
+        if line.startswith("  play #"):
+            play, role = play + 1, None
+            continue
+        match = TASK_LINE.match(line)
+        if match:
+            role = match["role"] or role
+            tags = {tag.strip() for tag in match["tags"].split(",") if tag.strip()}
+            tasks.append((play, role, match["name"], frozenset(tags)))
+    return tasks
+
+
+@pytest.fixture(scope="module")
+def every_task(ansible):
+    tasks = listed_tasks(ansible("--list-tasks"))
+    assert {role for _play, role, _name, _tags in tasks} == set(ROLES)
+    return tasks
+
+
+def own(tasks):
+    return [task for task in tasks if not task[2].startswith(VALIDATION)]
+
+
+def test_list_tags_shows_every_play_and_role_tag(ansible):
+    output = ansible("--list-tags")
+    plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
+    assert plays == list(PLAYS)
+    task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
+    assert [set(tags.split(", ")) for tags in task_tags] == [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
+
+
+@pytest.mark.parametrize("tag", list(SELECTS))
+def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
+    selected = listed_tasks(ansible("--list-tasks", "--tags", tag))
+    expected = [task for task in own(every_task) if task[1] in SELECTS[tag]]
+    assert [task[:3] for task in own(selected)] == [task[:3] for task in expected]
+    # Besides them only Ansible's validation of each role's arguments, tagged always by Ansible itself.
+    assert {task[1] for task in selected if task[2].startswith(VALIDATION)} <= set(ROLES)
+    assert all("always" in task[3] for task in selected if task[2].startswith(VALIDATION))
+
+
+def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
+    selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
+    assert {play for play, _role, _name, _tags in selected} == {3}
+    names = [name for _play, _role, name, _tags in selected]
+    facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
+    assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs
+
+
+def test_no_task_of_the_collection_is_tagged_always(every_task):
+    # Ansible's own argument validation is the only task every tag runs.
+    assert [task for task in own(every_task) if "always" in task[3]] == []
+
+
+@pytest.mark.parametrize("role", list(FACT_FINDING))
+def test_each_role_finds_what_an_earlier_role_would_have_set(ansible, role):
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / "facts.yml").read_text())
+    main = yaml.safe_load((ROOT / "roles" / role / "tasks" / "main.yml").read_text())
+    assert main[0]["ansible.builtin.import_tasks"] == "facts.yml"  # before anything reads them
+    for fact, action in FACT_FINDING[role].items():
+        (finder,) = [task for task in tasks if action in task and fact in str(task.get("when", ""))]
+        # Skipped in a whole run, where the earlier role set the fact.
+        assert fact + " is not defined" in str(finder["when"])
+    selected = listed_tasks(ansible("--list-tasks", "--tags", role))
+    assert {task["name"] for task in tasks} <= {name for _play, _role, name, _tags in selected}
+
+
+def test_the_defaults_take_the_rocm_roles_facts_else_the_found_ones(ansible):
+    """The roles' variables resolve in the three states: before facts.yml ran (what the argument validation
+    templates), after the rocm role ran (the finding skipped), and after the finding ran without it."""
+    rocm_info = {"content": base64.b64encode(b"7.0.2-56\n").decode()}
+    states = [
+        ("before the finding", {}, [0, "", [], "/opt/rocm", "7.0.2"]),
+        (
+            "after the rocm role",
+            {
+                "rocm_gpus": [{"gfx": "gfx942"}],
+                "rocm_hip_visible_devices": "0",
+                "rocm_installed_prefix": "/opt/rocm-7.0.2",
+                "rocm_installed_version": "7.0.2",
+                "vllm_service_gfx": {"skipped": True},
+                "ldconfig_rocm_link": {"skipped": True},
+                "toolchain_rocm_info": {"skipped": True},
+            },
+            [1, "0", ["gfx942"], "/opt/rocm-7.0.2", "7.0.2"],
+        ),
+        (
+            "found on the host",
+            {
+                "vllm_service_gfx": {"gpus": [{"gfx": "gfx942"}, {"gfx": "gfx90a"}], "hip_visible_devices": "1,2"},
+                "ldconfig_rocm_link": {"stat": {"exists": True, "islnk": True, "lnk_source": "/opt/rocm-7.1.0"}},
+                "toolchain_rocm_info": rocm_info,
+            },
+            [2, "1,2", ["gfx942", "gfx90a"], "/opt/rocm-7.1.0", "7.0.2"],
+        ),
+        (
+            "nothing installed",
+            {"toolchain_rocm_info": {"failed": True, "msg": "file not found"}, "rocm_version": "7.1.0"},
+            [0, "", [], "/opt/rocm", "7.1.0"],
+        ),
+    ]
+    playbook = ansible.work / "defaults.yml"
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Resolve the roles' variables",
+                    "hosts": "localhost",
+                    "connection": "local",
+                    "gather_facts": False,
+                    "vars": {"rocm_version": "7.0.2"},
+                    "vars_files": [
+                        str(ROOT / "roles/vllm_service/defaults/main.yml"),
+                        str(ROOT / "roles/ldconfig/defaults/main.yml"),
+                        str(ROOT / "roles/toolchain/vars/main.yml"),
+                    ],
+                    "tasks": [
+                        {
+                            "name": "Check the variables " + name,
+                            "ansible.builtin.assert": {
+                                "that": [
+                                    "[vllm_service_gpu_count | int, vllm_service_hip_devices, vllm_service_gpu_archs,"
+                                    " ldconfig_rocm_prefix, toolchain_rocm_version] == expected"
+                                ],
+                                "fail_msg": "{{ [vllm_service_gpu_count, vllm_service_hip_devices,"
+                                " vllm_service_gpu_archs, ldconfig_rocm_prefix, toolchain_rocm_version] | to_json }}",
+                            },
+                            "vars": dict(state, expected=expected),
+                        }
+                        for name, state, expected in states
+                    ],
+                }
+            ]
+        )
+    )
+    output = ansible(playbook=playbook)
+    assert "failed=0" in output
