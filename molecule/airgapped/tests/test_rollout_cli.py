@@ -41,3 +41,27 @@ def test_rollout_reports_the_guest(tmp_path):
     everything = proc.stdout + proc.stderr + report_path.read_text()
     everything += "".join(Path(path).read_text(errors="replace") for path in artifacts)
     assert "molecule-canary-key" not in everything
+
+
+def test_status_reads_the_converged_guest(tmp_path):
+    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "instinct-stack"),
+        "status",
+        "-i",
+        inventory,
+        "--json",
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ((row),) = json.loads(proc.stdout)
+    assert row["ok"] is True and row["error"] is None and row["systemd_error"] is None
+    assert row["rocm"].startswith("7.0.2") and row["gfx_arch"] == ["gfx942"]
+    assert row["driver"]["reboot_pending"] is True  # amdgpu-dkms installed, no amdgpu module of its own loaded
+    assert row["stack"]["vllm"] == "0.11.0" and len(row["stack"]["key"]) >= 12
+    assert row["services"] == [{"name": "vllm-fixture.service", "state": "active/running", "health": True}]
+    # Read-only: the driver check ran in check mode and the run changed nothing.
+    events = [path.read_text() for path in (tmp_path / "run").rglob("job_events/*.json")]
+    assert events and not any('"changed": true' in event for event in events)
