@@ -8,20 +8,17 @@ import sys
 from pathlib import Path
 
 
-def test_rollout_reports_the_guest(tmp_path):
+def instinct_stack(subcommand, tmp_path, *args, timeout=1200):
+    """The CLI against the scenario's inventory, its artifacts in tmp_path/run."""
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    command = [os.path.join(os.path.dirname(sys.executable), "instinct-stack"), subcommand, "-i", inventory]
+    command += ["--run-dir", str(tmp_path / "run"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_rollout_reports_the_guest(tmp_path):
     report_path = tmp_path / "report.json"
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "instinct-stack"),
-        "rollout",
-        "-i",
-        inventory,
-        "--report",
-        str(report_path),
-        "--run-dir",
-        str(tmp_path / "run"),
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
+    proc = instinct_stack("rollout", tmp_path, "--report", str(report_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(report_path.read_text())
     assert report["ok"] is True and report["rc"] == 0
@@ -44,17 +41,7 @@ def test_rollout_reports_the_guest(tmp_path):
 
 
 def test_status_reads_the_converged_guest(tmp_path):
-    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "instinct-stack"),
-        "status",
-        "-i",
-        inventory,
-        "--json",
-        "--run-dir",
-        str(tmp_path / "run"),
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    proc = instinct_stack("status", tmp_path, "--json", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ((row),) = json.loads(proc.stdout)
     assert row["ok"] is True and row["error"] is None and row["systemd_error"] is None

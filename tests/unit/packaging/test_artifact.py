@@ -3,7 +3,6 @@ ansible-doc and playable from outside the checkout."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_wheel import build_cli_wheel
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -144,16 +144,7 @@ def test_the_site_playbook_resolves_from_the_installed_collection(installed):
 def test_the_pip_installed_cli_runs_the_galaxy_installed_collection(installed, tmp_path):
     """The CLI from its wheel (not the editable checkout) finds the collection where ansible-galaxy put it."""
     _tarball, copy, outside, env = installed
-    source = tmp_path / "source"
-    shutil.copytree(ROOT / "src" / "instinct_stack", source / "src" / "instinct_stack")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("instinct_stack-*.whl")
+    wheel = build_cli_wheel(tmp_path)
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
