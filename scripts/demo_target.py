@@ -47,11 +47,15 @@ MACHINE = "instinct-demo"
 RUN = "demo"  # the Ansible state directories' name under the work directory
 SERVICE = {"name": "demo", "model": "fixture-model", "port": 8000}
 PROMPT = "Hello from scripts/run.sh: which stack is serving this request?"
-# What the first run builds, and roughly how long it takes on this project's 2-core machine.
-IMAGE_BUILD = "the guest image (debootstrap of Debian 12 with systemd, sshd, python3, clang-16; about 3 min, once)"
+# What the first run builds, and how long it took on this project's 2-core machine (BENCHMARKS.md).
+IMAGE_BUILD = (
+    "the guest image %s, once: debootstrap of Debian 12 with systemd, sshd, python3 and clang-16 "
+    "(about 2.5 min here; later runs reuse it)"
+)
 MIRROR_BUILD = (
-    "the fixture mirror (ROCm packages, PyTorch/Triton/vLLM git repositories, the wheelhouse of vLLM's closure; "
-    "about 2 min, again whenever the fixtures change)"
+    "the fixture mirror, once for these fixtures: ROCm packages, the PyTorch, Triton and vLLM git repositories, "
+    "the wheelhouse of vLLM's closure (about 30 s here with the wheels in pip's cache; downloading them, about "
+    "600 MB, adds minutes the first time)"
 )
 
 
@@ -87,6 +91,9 @@ class Phases:
         note = {"state": "ok"}
         try:
             yield note
+        except (KeyboardInterrupt, SystemExit):
+            note["state"] = "interrupted"
+            raise
         except BaseException:
             note["state"] = "FAILED"
             raise
@@ -204,6 +211,11 @@ def format_summary(report, report_path):
             )
         parts.append("reboot pending: %s" % reboot["reason"] if reboot.get("pending") else "no reboot pending")
         lines.append("  %s: %s" % (host, "; ".join(parts)))
+        if reboot.get("pending"):
+            lines.append(
+                "    (the demo host is a container on this machine's kernel: the fixture driver's module never loads "
+                "there, and the services run without it)"
+            )
         for failure in entry.get("failures") or []:
             lines.append("    FAILED %s: %s" % (failure.get("task"), failure.get("msg")))
     return lines
@@ -230,6 +242,53 @@ def leftovers(workdir):
     if os.path.exists(os.path.join(workdir, "mirror.pid")):
         found.append("the mirror server")
     return found
+
+
+def subreaper(on):
+    """While on, orphans of what this script starts become its children, not init's: ansible-playbook's workers
+    (each in a session of its own) when the rollout is cut short, ssh's connection masters. end_adopted() ends
+    them. Only around the rollout: the mirror server, orphaned on purpose, stays init's (vmctl.py stops it)."""
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1 if on else 0, 0, 0, 0)
+
+
+def own_children(live=False):
+    """The ids of this process's children, from /proc; with live, not the ones that have exited (zombies)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and not (live and fields[0] == "Z"):
+            children.append(int(entry))
+    return children
+
+
+def end_adopted(wait_s=10):
+    """Ends every child still left (after teardown, only adopted orphans are), SIGTERM then SIGKILL; reaps them.
+    Returns the ids that would not end."""
+    pending = set(own_children())
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pending:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
+        deadline = time.monotonic() + wait_s
+        while pending and time.monotonic() < deadline:
+            for pid in list(pending):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                pending.discard(pid)
+            time.sleep(0.1)
+        if not pending:
+            break
+    return pending
 
 
 def teardown(workdir, machine=None):
@@ -261,12 +320,30 @@ def run_quiet(argv, log_path, **kwargs):
         )
 
 
+def run_cancellable(argv, stop_wait_s=30, **kwargs):
+    """Runs argv to its end; when this script is stopped first, stops it with SIGTERM (ansible-runner's cancel,
+    which ends ansible-playbook in its own session too) and SIGKILL only if that does not end it in time."""
+    process = subprocess.Popen(argv, **kwargs)
+    try:
+        return process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=stop_wait_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+
+
 def roll_out(workdir, phases, keep):
     import fixture_hosts
     from nspawnctl import ImageMount
 
     def building_image(line):
-        say("building %s: %s" % (IMAGE_BUILD, line))
+        # build-image.sh: "building guest image KEY in DIR (...)"
+        say("building " + IMAGE_BUILD % line.split()[3])
 
     with phases("image", "the guest image the host boots") as note:
         image_dir = fixture_hosts.guest_image(on_build=building_image)
@@ -315,17 +392,23 @@ def roll_out(workdir, phases, keep):
         argv = [INSTINCT_STACK, "rollout", "-i", inventory, "--report", report_path]
         with phases(
             "rollout", " ".join(os.path.relpath(part, ROOT) if part.startswith("/") else part for part in argv)
-        ):
-            rollout = subprocess.run(argv, cwd=ROOT, env=env, check=False)
+        ) as note:
+            subreaper(True)
+            try:
+                returncode = run_cancellable(argv, cwd=ROOT, env=env)
+            finally:
+                subreaper(False)
+            if returncode != 0:
+                note["state"] = "FAILED"
         report = {}
         if os.path.exists(report_path):
             with open(report_path) as handle:
                 report = json.load(handle)
             if api_key in json.dumps(report):
                 raise DemoError("the API key appears in the report %s" % report_path)
-        if rollout.returncode != 0:
+        if returncode != 0:
             print("\n".join(format_summary(report, report_path)) if report else "", flush=True)
-            raise DemoError("instinct-stack rollout failed (exit %d)" % rollout.returncode)
+            raise DemoError("instinct-stack rollout failed (exit %d)" % returncode)
 
         base_url = "http://%s:%d" % (machine.address, SERVICE["port"])
         with phases("request", "OpenAI chat completion from the service vllm-%s" % SERVICE["name"]):
@@ -361,7 +444,13 @@ def roll_out(workdir, phases, keep):
             ) as note:
                 teardown(workdir, machine)
                 left = leftovers(workdir)
+                adopted = own_children(live=True)
+                stray = end_adopted()
+                if stray:
+                    left.append("processes " + " ".join(map(str, sorted(stray))))
                 note["detail"] = "left: " + ", ".join(left) if left else "nothing left"
+                if adopted:
+                    note["detail"] += " (%d processes the run left behind ended)" % len(adopted)
 
 
 def main(argv=None):
@@ -388,6 +477,7 @@ def main(argv=None):
         if left:
             sys.exit("scripts/run.sh: could not remove %s" % ", ".join(left))
         if mode == "teardown":
+            say("torn down: no host, mount, namespace, bridge or mirror server of the demo is left")
             return 0
     say(
         "the rollout on a throwaway local host: %s (systemd-nspawn), the fixture mirror on %s; "

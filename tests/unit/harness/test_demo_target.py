@@ -186,6 +186,14 @@ def test_the_report_summary_names_the_stack_per_host():
     )
 
 
+def test_a_pending_reboot_is_explained_on_the_container_host():
+    pending = json.loads(json.dumps(REPORT))
+    pending["hosts"]["instinct-demo"]["reboot"] = {"pending": True, "reason": "amdgpu-dkms is installed: reboot"}
+    lines = demo.format_summary(pending, "r.json")
+    assert lines[1].endswith("; reboot pending: amdgpu-dkms is installed: reboot")
+    assert "container on this machine's kernel" in lines[2]
+
+
 def test_a_failed_host_shows_its_failures():
     failed = {
         "ok": False,
@@ -209,3 +217,64 @@ def test_phases_time_every_phase_and_mark_the_failed_one():
     assert rows[1].split()[0] == "image" and rows[1].endswith("ok, cached")
     assert rows[2].split()[0] == "boot" and rows[2].endswith("FAILED")
     assert rows[-1].split()[0] == "total"
+
+
+def test_an_interrupted_phase_is_marked_so():
+    phases = demo.Phases()
+    with pytest.raises(KeyboardInterrupt), phases("rollout", "x"):
+        raise KeyboardInterrupt
+    assert phases.table().splitlines()[1].endswith("interrupted")
+
+
+def test_an_interrupted_rollout_is_stopped_with_sigterm_for_ansible_runner_to_cancel(tmp_path):
+    import signal
+    import time
+
+    marker = tmp_path / "stopped-by"
+    child = (
+        "import signal, sys, time\n"
+        "def stop(number, frame):\n"
+        "    open(%r, 'w').write(signal.Signals(number).name)\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "open(%r, 'w').write('ready')\n"
+        "time.sleep(30)\n"
+    ) % (str(marker), str(marker))
+
+    def interrupt(number, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        started = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(KeyboardInterrupt):
+            demo.run_cancellable([sys.executable, "-c", child], stop_wait_s=10)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert marker.read_text() == "SIGTERM"
+    assert time.monotonic() - started < 10
+
+
+def test_orphans_of_the_rollout_are_adopted_and_ended():
+    # In a process of its own, not to make pytest a subreaper.
+    probe = (
+        "import importlib.util, os, subprocess, sys\n"
+        "spec = importlib.util.spec_from_file_location('demo', %r)\n"
+        "demo = importlib.util.module_from_spec(spec); spec.loader.exec_module(demo)\n"
+        "def orphan():\n"
+        "    argv = ['sh', '-c', 'sleep 60 >/dev/null 2>&1 & echo $!']\n"
+        "    return int(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)\n"
+        "demo.subreaper(True)\n"
+        "adopted = orphan()\n"
+        "demo.subreaper(False)\n"
+        "left_to_init = orphan()\n"
+        "assert demo.own_children() == [adopted], demo.own_children()\n"
+        "assert demo.end_adopted(wait_s=5) == set()\n"
+        "assert not os.path.exists('/proc/%%d' %% adopted)\n"
+        "os.kill(left_to_init, 15)\n"
+        "print('ok')\n"
+    ) % os.path.join(ROOT, "scripts", "demo_target.py")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60)
+    assert run.stdout.strip() == "ok", run.stderr
