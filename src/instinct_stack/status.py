@@ -26,8 +26,9 @@ def _content(result):
 def _properties(stdout):
     values = {}
     for line in (stdout or "").splitlines():
-        key, _, value = line.partition("=")
-        values[key] = value
+        key, separator, value = line.partition("=")
+        if separator:
+            values[key] = value
     return values
 
 

@@ -139,7 +139,7 @@ def run_cli(argv, stdin, tmp_path):
 
 
 def test_ask_vault_pass_answers_ansible_playbooks_prompt(tmp_path):
-    secret, _ = vault_file(tmp_path, "rocm_gfx_source: kfd\n")
+    secret = vault_file(tmp_path, "rocm_gfx_source: kfd\n")[0]
     proc = run_cli(["detect", "-i", DEMO, "-l", "captured-mi300x", "-e", "@%s" % secret, "--ask-vault-pass"],
                    VAULT_PASSWORD + "\n", tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
