@@ -86,6 +86,10 @@ def chat_completion(model, body):
     }
 
 
+# vLLM's error when its engine core process fails to start (vllm/v1/engine/core_client.py), for instance when the
+# build cannot load the model: the server never answers /health and exits.
+ENGINE_CORE_ERROR = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+
 INFER_DEVICE_ERROR = (
     "RuntimeError: Failed to infer device type, please set the environment variable "
     "`VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue."
@@ -99,6 +103,12 @@ def main(argv=None):
 
     if not current_platform.device_name:
         sys.exit(INFER_DEVICE_ERROR)
+    # Fault injection for the cluster scenario: FIXTURE_VLLM_LOADS_ONLY_ON=STACK_DIR stands for a model that the stack
+    # in that directory serves and a newer vLLM build cannot load; from any other stack the server exits as vLLM does.
+    loads_only_on = os.environ.get("FIXTURE_VLLM_LOADS_ONLY_ON")
+    if loads_only_on and not (os.path.realpath(sys.prefix) + "/").startswith(os.path.realpath(loads_only_on) + "/"):
+        logging.error("the model does not load on the stack in %s (FIXTURE_VLLM_LOADS_ONLY_ON)", sys.prefix)
+        sys.exit(ENGINE_CORE_ERROR)
     api_key = os.environ.get("VLLM_API_KEY")
     model = args.served_model_name or args.model
 

@@ -1,0 +1,191 @@
+"""A new stack whose service never comes up: the first batch goes back to its stack, the rollout stops.
+
+Against the converged cluster (both nodes on stack A, no previous link), run from the controller as an operator
+would, one host per batch:
+
+1. site.yml with a changed build input (pytorch_cmake_args: a new torch, so a new stack B) and a model that loads
+   only on stack A (the fixture `vllm serve` exits as vLLM does when its engine cannot load the model, from any stack
+   but the one FIXTURE_VLLM_LOADS_ONLY_ON names). Play 2 installs and verifies B on both nodes beside A; play 3
+   switches node1 to B, its service never answers /health, node1 goes back to A, restarts, answers and fails: the
+   run fails and node2's services are never touched.
+2. site.yml with the same build input and a model that loads anywhere: both nodes switch to B (previous: A), then a
+   rerun changes nothing.
+3. playbooks/rollback.yml: both nodes back on A, previous B.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import testinfra
+
+ROOT = Path(__file__).resolve().parents[3]
+NODES = ("node1", "node2")
+UNIT = "vllm-fixture.service"
+STACKS = "/opt/instinct-stack/stacks"
+# A torch build flag only this test sets: a new torch key, so new torchvision, vllm and stack keys.
+NEW_BUILD = {"pytorch_cmake_args": "-DINSTINCT_ROLLBACK_TEST=ON", "vllm_stack_pip_compile": False}
+RECORD_TASK = "Read the installed stack's verification record"
+
+
+def nodes():
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    return {name: testinfra.get_host("ansible://" + name, ansible_inventory=inventory) for name in NODES}
+
+
+def invocation(host):
+    return host.check_output("systemctl show -p InvocationID --value %s", UNIT)
+
+
+def link(host, name):
+    """What /opt/instinct-stack/NAME points to, or None."""
+    result = host.run("readlink /opt/instinct-stack/%s", name)
+    return result.stdout.strip() if result.rc == 0 else None
+
+
+def health(host):
+    return host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health")
+
+
+def playbook(path, extra=None):
+    """Run a playbook with one host per batch; return (return code, per-task results, stats). The output is JSON and
+    never shown whole: the fixture's API key must not reach the scenario's log."""
+    env = dict(
+        os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json"
+    )
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]),
+        str(ROOT / path),
+        "-e",
+        json.dumps({"instinct_serial": 1, **(extra or {})}),
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1500, check=False, cwd=ROOT, env=env)
+    assert "molecule-canary-key" not in proc.stdout + proc.stderr
+    assert proc.stdout.startswith("{"), (proc.returncode, proc.stderr[-2000:])
+    run = json.loads(proc.stdout)
+    tasks = [
+        (play["play"]["name"], task["task"]["name"], host, result)
+        for play in run["plays"]
+        for task in play["tasks"]
+        for host, result in task["hosts"].items()
+    ]
+    return proc.returncode, tasks, run["stats"]
+
+
+def failures(tasks):
+    return [(name, host, result.get("msg")) for _play, name, host, result in tasks if result.get("failed")]
+
+
+def stack_key(tasks, host):
+    # A role's task is named "ROLE : NAME".
+    (record,) = [
+        result for _play, name, node, result in tasks if name.split(" : ", 1)[-1] == RECORD_TASK and node == host
+    ]
+    return json.loads(base64.b64decode(record["content"]))["key"]
+
+
+@pytest.fixture(scope="module")
+def before():
+    hosts = nodes()
+    return {
+        name: {"current": link(host, "current"), "previous": link(host, "previous"), "invocation": invocation(host)}
+        for name, host in hosts.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def faulty(before):
+    old = before["node1"]["current"]
+    assert old and before["node2"]["current"] == old
+    extra = {
+        **NEW_BUILD,
+        "vllm_service_environment": {"FIXTURE_VLLM_LOADS_ONLY_ON": old},
+        "vllm_service_health_timeout": 20,
+    }
+    return playbook("site.yml", extra)
+
+
+def test_the_faulty_rollout_stops_at_the_first_batch(faulty, before):
+    rc, tasks, stats = faulty
+    assert rc != 0
+    assert stats["node1"]["failures"] == 1 and stats["node2"]["failures"] == 0, stats
+    # The health wait's own failures are ignored or rescued; the host fails at the end of the rescue.
+    final = [failure for failure in failures(tasks) if failure[0].endswith("Fail the host, naming the stack it serves")]
+    assert [host for _name, host, _msg in failures(tasks)] == ["node1"] * len(failures(tasks)), failures(tasks)
+    ((_name, host, msg),) = final
+    old = os.path.basename(before["node1"]["current"])
+    new = stack_key(tasks, "node1")
+    assert new != old
+    assert "vllm-fixture did not answer /health within 20 s" in msg, msg
+    assert "Engine core initialization failed" in msg, msg  # the journal's tail
+    assert "back on stack %s (from %s)" % (old, new) in msg, msg
+    # The serve play never reached node2's batch.
+    serving = [host for play, _name, host, _result in tasks if play.startswith("Serve vLLM")]
+    assert "node2" not in serving
+
+
+def test_the_failed_batch_serves_the_previous_stack_and_the_rest_is_untouched(faulty, before):
+    hosts = nodes()
+    for name, host in hosts.items():
+        assert link(host, "current") == before[name]["current"], name
+        assert link(host, "previous") == before[name]["previous"], name
+        assert host.service(UNIT).is_running, name
+        assert health(host) == "200", name
+    assert invocation(hosts["node2"]) == before["node2"]["invocation"]
+    assert invocation(hosts["node1"]) != before["node1"]["invocation"]
+
+
+def test_the_new_stack_is_installed_beside_and_nothing_partial_is_published(faulty):
+    _rc, tasks, _stats = faulty
+    new = stack_key(tasks, "node1")
+    for name, host in nodes().items():
+        assert stack_key(tasks, name) == new
+        stacks = host.check_output("ls %s", STACKS).split()
+        assert new in stacks, (name, stacks)
+        for stack in stacks:
+            assert host.file("%s/%s/.verified" % (STACKS, stack)).exists, (name, stack)
+    leftovers = nodes()["node1"].check_output("sudo find /var/cache/instinct-stack/wheels -maxdepth 2 -name '.*.tmp'")
+    assert leftovers == ""
+
+
+@pytest.fixture(scope="module")
+def good(faulty):
+    first = playbook("site.yml", NEW_BUILD)
+    second = playbook("site.yml", NEW_BUILD)
+    return first, second
+
+
+def test_a_rerun_with_a_model_that_loads_switches_every_host_and_converges(good, faulty, before):
+    (rc, tasks, stats), (rc2, _tasks2, stats2) = good
+    assert rc == 0, failures(tasks)
+    assert rc2 == 0
+    new = stack_key(faulty[1], "node1")
+    for name, host in nodes().items():
+        assert stats[name]["changed"] > 0, stats
+        assert stats2[name]["changed"] == 0 and stats2[name]["failures"] == 0, stats2
+        assert os.path.basename(link(host, "current")) == new, name
+        assert link(host, "previous") == before[name]["current"], name
+        assert health(host) == "200", name
+
+
+@pytest.fixture(scope="module")
+def rolled_back(good):
+    return playbook("playbooks/rollback.yml")
+
+
+def test_the_rollback_playbook_swaps_current_and_previous(rolled_back, faulty, before):
+    rc, tasks, _stats = rolled_back
+    assert rc == 0, failures(tasks)
+    new = stack_key(faulty[1], "node1")
+    for name, host in nodes().items():
+        assert link(host, "current") == before[name]["current"], name
+        assert os.path.basename(link(host, "previous")) == new, name
+        assert stack_key(tasks, name) == os.path.basename(before[name]["current"])
+        assert host.service(UNIT).is_running and health(host) == "200", name
