@@ -62,6 +62,14 @@ def ansible_options(parser, tags=True):
     )
 
 
+def playbook_run_options(parser):
+    """rollout's and rollback's options: ansible-playbook's, check mode and the report."""
+    ansible_options(parser)
+    parser.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
+    parser.add_argument("--report", help="where to write the JSON report (default: RUN_DIR/report.json)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
+
+
 def playbook_args(args):
     """(ansible-playbook arguments, ansible-runner passwords) from the parsed options; secrets only in passwords."""
     argv = []
@@ -143,7 +151,9 @@ def cmd_detect(args):
 def cmd_rollout(args):
     from instinct_stack.rollout import exit_code, rollout, summary_table
 
-    report, output, run_dir = rollout(args.inventory, limit=args.limit, check=args.check, **_run_options(args))
+    report, output, run_dir = rollout(
+        args.inventory, limit=args.limit, check=args.check, playbook=args.playbook, **_run_options(args)
+    )
     report_path = args.report or "%s/report.json" % run_dir
     with open(report_path, "w") as handle:
         json.dump(report, handle, indent=2, sort_keys=True)
@@ -233,11 +243,15 @@ def build_parser():
     rollout_parser = commands.add_parser(
         "rollout", help="run the collection's site.yml with live per-host progress and a JSON report"
     )
-    ansible_options(rollout_parser)
-    rollout_parser.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
-    rollout_parser.add_argument("--report", help="where to write the JSON report (default: RUN_DIR/report.json)")
-    rollout_parser.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
-    rollout_parser.set_defaults(handler=cmd_rollout)
+    playbook_run_options(rollout_parser)
+    rollout_parser.set_defaults(handler=cmd_rollout, playbook="playbooks/site.yml")
+
+    rollback_parser = commands.add_parser(
+        "rollback",
+        help="switch each host back to its previous verified stack, a batch at a time, with the same health waits",
+    )
+    playbook_run_options(rollback_parser)
+    rollback_parser.set_defaults(handler=cmd_rollout, playbook="playbooks/rollback.yml")
 
     status_parser = commands.add_parser(
         "status", help="read-only: driver, ROCm, gfx arch, stack and services of every host"

@@ -78,8 +78,17 @@ def exit_code(report):
     return 0 if report["ok"] else 1
 
 
-def rollout(inventory, limit=None, check=False, extravars=None, cmdline_args=None, progress=None, **run_options):
-    """Run site.yml; return (report, ansible-playbook output, run directory)."""
+def rollout(
+    inventory,
+    limit=None,
+    check=False,
+    extravars=None,
+    cmdline_args=None,
+    progress=None,
+    playbook="playbooks/site.yml",
+    **run_options,
+):
+    """Run site.yml (or the rollback playbook); return (report, ansible-playbook output, run directory)."""
     progress = progress or Progress()
 
     def handle(event):
@@ -89,7 +98,7 @@ def rollout(inventory, limit=None, check=False, extravars=None, cmdline_args=Non
 
     try:
         events, rc, output, run_dir = run_playbook(
-            "playbooks/site.yml",
+            playbook,
             inventory,
             limit=limit,
             extravars=extravars,
@@ -101,6 +110,7 @@ def rollout(inventory, limit=None, check=False, extravars=None, cmdline_args=Non
         progress.close()
     report = build_report(events, rc, check)
     report["run_dir"] = run_dir
+    report["playbook"] = playbook
     return report, output, run_dir
 
 
@@ -110,7 +120,12 @@ def summary_table(report, stream):
     from rich.table import Table
 
     table = Table(
-        title="instinct-stack rollout%s" % (" (check mode)" if report["check_mode"] else ""), title_justify="left"
+        title="instinct-stack %s%s"
+        % (
+            "rollback" if report.get("playbook", "").endswith("rollback.yml") else "rollout",
+            " (check mode)" if report["check_mode"] else "",
+        ),
+        title_justify="left",
     )
     for column in ("host", "state", "changed", "gfx", "stack (torch / vllm)", "notes"):
         table.add_column(column)

@@ -192,3 +192,18 @@ def test_record_keeps_the_run_in_ara(tmp_path, capsys):
         [os.path.join(BIN, "ara"), "host", "list", "-f", "json"], env=env, capture_output=True, text=True, check=True
     )
     assert [host["name"] for host in json.loads(hosts.stdout)] == ["captured-mi300x"]
+
+
+def test_rollback_without_a_previous_stack_fails_the_host_and_says_so(tmp_path, capsys):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "inference_hosts:\n  hosts:\n    gpu1:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: %s\n      vllm_stack_root: %s\n" % (sys.executable, tmp_path / "stack")
+    )
+    code = main(["rollback", "-i", str(inventory), "--run-dir", str(tmp_path / "run"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["playbook"] == "playbooks/rollback.yml"
+    (failure,) = report["hosts"]["gpu1"]["failures"]
+    assert "no previous stack to roll back to" in failure["msg"]
+    # Nothing matched: the demo inventory has no inference_hosts.
+    assert main(["rollback", "-i", DEMO, "--run-dir", str(tmp_path / "run2")]) == 2
