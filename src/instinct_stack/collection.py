@@ -3,6 +3,7 @@
 import datetime
 import importlib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -31,12 +32,16 @@ def user_config_file():
     return os.path.abspath(found) if found else None
 
 
-def configured_collections_paths(config_file=None):
-    """The collections paths of the user's configuration ($ANSIBLE_COLLECTIONS_PATH, their ansible.cfg, defaults)."""
+def _config(config_file):
+    """Ansible's reading of the user's configuration file (or of its defaults and environment without one)."""
     from ansible.config.manager import ConfigManager
 
-    manager = ConfigManager(conf_file=config_file) if config_file else ConfigManager()
-    paths = manager.get_config_value("COLLECTIONS_PATHS") or []
+    return ConfigManager(conf_file=config_file) if config_file else ConfigManager()
+
+
+def configured_collections_paths(config_file=None):
+    """The collections paths of the user's configuration ($ANSIBLE_COLLECTIONS_PATH, their ansible.cfg, defaults)."""
+    paths = _config(config_file).get_config_value("COLLECTIONS_PATHS") or []
     return [os.path.expanduser(str(path)) for path in paths]
 
 
@@ -88,10 +93,6 @@ def _with_collections_path(root):
     )
 
 
-def collection_root():
-    return find_collection()[0]
-
-
 def runner_envvars(collections_path, config_file=None, extra=None):
     """Environment for ansible-playbook under ansible-runner: the user's own configuration, plus only what the
     collection needs (its collections path ahead of the user's, and an inventory that does not parse as an error).
@@ -131,11 +132,9 @@ def ara_envvars(config_file=None, base_dir=None):
         raise BadInput(
             "--record needs ARA: pip install 'instinct-stack[record]' (or 'ara[server]') beside this CLI"
         ) from exc
-    from ansible.config.manager import ConfigManager
-
     base_dir = base_dir or default_ara_dir()
     os.makedirs(base_dir, mode=0o700, exist_ok=True)  # the records hold task results: the owner's alone
-    manager = ConfigManager(conf_file=config_file) if config_file else ConfigManager()
+    manager = _config(config_file)
     enabled = [name for name in manager.get_config_value("CALLBACKS_ENABLED") or [] if name != "ara_default"]
     paths = [path for path in manager.get_config_value("DEFAULT_CALLBACK_PLUGIN_PATH") or [] if path]
     return {
@@ -223,7 +222,7 @@ def run_playbook(
         playbook=str(root / playbook),
         inventory=os.path.abspath(first) if os.path.exists(first) else first,
         limit=limit,
-        cmdline=_join(cmdline) if cmdline else None,
+        cmdline=shlex.join(cmdline) if cmdline else None,
         extravars=extravars or {},
         envvars=runner_envvars(collections_path, config_file, envvars),
         passwords=passwords or {},
@@ -234,9 +233,3 @@ def run_playbook(
         event_handler=event_handler,
     )
     return list(runner.events), runner.rc, runner.stdout.read(), run_dir
-
-
-def _join(argv):
-    import shlex
-
-    return " ".join(shlex.quote(arg) for arg in argv)
