@@ -16,29 +16,14 @@ would, one host per batch:
 import base64
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import testinfra
+from cluster_hosts import UNIT, invocation, nodes, playbook_json
 
-ROOT = Path(__file__).resolve().parents[3]
-NODES = ("node1", "node2")
-UNIT = "vllm-fixture.service"
 STACKS = "/opt/instinct-stack/stacks"
 # A torch build flag only this test sets: a new torch key, so new torchvision, vllm and stack keys.
 NEW_BUILD = {"pytorch_cmake_args": "-DINSTINCT_ROLLBACK_TEST=ON", "vllm_stack_pip_compile": False}
 RECORD_TASK = "Read the installed stack's verification record"
-
-
-def nodes():
-    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
-    return {name: testinfra.get_host("ansible://" + name, ansible_inventory=inventory) for name in NODES}
-
-
-def invocation(host):
-    return host.check_output("systemctl show -p InvocationID --value %s", UNIT)
 
 
 def link(host, name):
@@ -52,31 +37,15 @@ def health(host):
 
 
 def playbook(path, extra=None):
-    """Run a playbook with one host per batch; return (return code, per-task results, stats). The output is JSON and
-    never shown whole: the fixture's API key must not reach the scenario's log."""
-    env = dict(
-        os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json"
-    )
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]),
-        str(ROOT / path),
-        "-e",
-        json.dumps({"instinct_serial": 1, **(extra or {})}),
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1500, check=False, cwd=ROOT, env=env)
-    assert "molecule-canary-key" not in proc.stdout + proc.stderr
-    assert proc.stdout.startswith("{"), (proc.returncode, proc.stderr[-2000:])
-    run = json.loads(proc.stdout)
+    """Run a playbook with one host per batch; return (return code, per-task results, stats)."""
+    returncode, run = playbook_json(path, "-e", json.dumps({"instinct_serial": 1, **(extra or {})}), timeout=1500)
     tasks = [
         (play["play"]["name"], task["task"]["name"], host, result)
         for play in run["plays"]
         for task in play["tasks"]
         for host, result in task["hosts"].items()
     ]
-    return proc.returncode, tasks, run["stats"]
+    return returncode, tasks, run["stats"]
 
 
 def failures(tasks):

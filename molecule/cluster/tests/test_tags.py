@@ -6,54 +6,19 @@ node2 after its record of the stack its service runs from was set back to anothe
 `--tags vllm` that moved the current link leaves it: that service alone restarts, onto the current stack.
 """
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import testinfra
+from cluster_hosts import NODES, invocation, nodes, playbook_json
 
-ROOT = Path(__file__).resolve().parents[3]
-NODES = ("node1", "node2")
-UNIT = "vllm-fixture.service"
 RECORD = "/etc/instinct-stack/vllm/fixture.stack"
 VALIDATION = "Validating arguments against arg spec"
 ROLE_OF_PATH = re.compile(r"/roles/(\w+)/")
 
 
-def nodes():
-    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
-    return {name: testinfra.get_host("ansible://" + name, ansible_inventory=inventory) for name in NODES}
-
-
-def invocation(host):
-    return host.check_output("systemctl show -p InvocationID --value %s", UNIT)
-
-
 def site(*args):
-    """Run site.yml with --tags vllm_service; return (per-task results, stats). Output is JSON, so parsed, and
-    never shown whole: the fixture's API key must not reach the scenario's log."""
-    # JSON only: the scenario's profile_tasks callback would write its timings into it.
-    env = dict(
-        os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json"
-    )
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"]),
-        str(ROOT / "site.yml"),
-        "--tags",
-        "vllm_service",
-        *args,
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False, cwd=ROOT, env=env)
-    assert "molecule-canary-key" not in proc.stdout + proc.stderr
-    assert proc.stdout.startswith("{"), (proc.returncode, proc.stderr[-2000:])
-    run = json.loads(proc.stdout)
+    """Run site.yml with --tags vllm_service; return (per-task results, stats)."""
+    returncode, run = playbook_json("site.yml", "--tags", "vllm_service", *args)
     tasks = [
         (task["task"]["name"], task["task"].get("path", ""), host, result)
         for play in run["plays"]
@@ -65,7 +30,7 @@ def site(*args):
         for name, _path, host, result in tasks
         if result.get("failed") or result.get("unreachable")
     ]
-    assert proc.returncode == 0, (failures, proc.stderr[-2000:])
+    assert returncode == 0, failures
     return tasks, run["stats"]
 
 
