@@ -3,24 +3,34 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build wheels from a source checkout in a staging copy and publish them to a keyed cache atomically.
 
-A build either publishes every wheel of the key (cache_dir/KEY/ appears whole, by one rename) or
-publishes nothing and leaves the staging directory and its build.log for inspection.
+A build either publishes every wheel of the key (cache_dir/KEY/ appears whole, by one rename, after its files are
+on disk) or publishes nothing and leaves the staging directory and its build.log for inspection.
+
+One build at a time per staging directory (a lock file in it): MAX_JOBS is sized for the build host's memory, so two
+builds at once could run it out. A build whose ansible-playbook was killed keeps running as an orphaned async job; a
+rerun waits for it instead of deleting its tree, and takes its wheels when it built the same key.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
+import fcntl
 import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_progress import step_header
 
 BUILD_INFO = "build-info.json"
+BUILD_LOCK = ".build.lock"
+# Below this much free space in the staging or cache directory a failed step is reported as a full disk.
+LOW_SPACE_BYTES = 64 * 1024 * 1024
 
 
 class BuildError(Exception):
@@ -49,6 +59,53 @@ def cached_build(cache_dir, key):
     return info
 
 
+def _free_bytes(path):
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    try:
+        stat = os.statvfs(path or "/")
+    except (IOError, OSError):
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def _full_disk_hint(path, tail):
+    """A sentence naming a full staging or cache filesystem, or "" when there is room and no ENOSPC in the log."""
+    free = _free_bytes(path)
+    if "No space left on device" not in tail and (free is None or free >= LOW_SPACE_BYTES):
+        return ""
+    return (
+        " The filesystem of %s is full (%s MiB free): free space there or point pytorch_staging_dir (every source "
+        "build stages there) or pytorch_wheel_cache at a larger filesystem, then rerun."
+        % (path, "?" if free is None else free // (1024 * 1024))
+    )
+
+
+def describe_exit(rc):
+    """What a step's return code means to the user; a signal says which, SIGKILL with the usual cause."""
+    if rc >= 0:
+        return "exit code %d" % rc
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = "signal %d" % -rc
+    detail = "killed by %s" % name
+    if -rc == signal.SIGKILL:
+        detail += (
+            "; the kernel's out-of-memory killer sends SIGKILL: if the build host ran out of memory, lower "
+            "pytorch_max_jobs or raise pytorch_mem_per_job_mb"
+        )
+    return detail
+
+
+def _fsync(path, directory=False):
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _tail(path, lines):
     try:
         with open(path, errors="replace") as handle:
@@ -67,22 +124,67 @@ def build(
     published = cached_build(cache_dir, key)
     if published:
         return published
+    if not os.path.isdir(staging_dir):
+        os.makedirs(staging_dir)
+    # The lock is released when this process exits, killed or not.
+    with open(os.path.join(staging_dir, BUILD_LOCK), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # Another run may have built this key while this one waited for the lock.
+        published = cached_build(cache_dir, key)
+        if published:
+            published["reused"] = True
+            return published
+        return _build_locked(
+            name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata
+        )
+
+
+def _build_locked(name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata):
     work = os.path.join(staging_dir, "%s-%s" % (name, key))
-    if os.path.exists(work):
-        shutil.rmtree(work)
-    os.makedirs(work)
     tree = os.path.join(work, "src")
     log_path = os.path.join(work, "build.log")
     env = dict(os.environ)
     env.update(dict((str(k), str(v)) for k, v in (environment or {}).items()))
     started = time.time()
+    try:
+        if os.path.exists(work):
+            shutil.rmtree(work)
+        os.makedirs(work)
+        _run_steps(name, src, tree, log_path, steps, env, staging_dir, log_tail_lines)
+    except (IOError, OSError) as exc:
+        # Writing the staging copy or the build log failed, most often for lack of space.
+        detail = str(exc)[:500] + _full_disk_hint(staging_dir, detail_text(exc))
+        raise BuildError(name, "staging", detail, log_path, _tail(log_path, log_tail_lines)) from exc
+    wheels = sorted(glob.glob(os.path.join(tree, dist_dir, "*.whl")))
+    if not wheels:
+        raise BuildError(name, "collect wheels", "no wheel in %s" % dist_dir, log_path, _tail(log_path, log_tail_lines))
+    info = {
+        "name": name,
+        "key": key,
+        "wheel_files": [os.path.basename(wheel) for wheel in wheels],
+        "steps": [step["name"] for step in steps],
+        "seconds": round(time.time() - started, 1),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "metadata": metadata or {},
+    }
+    try:
+        _publish(cache_dir, key, wheels, log_path, info)
+    except (IOError, OSError) as exc:
+        detail = str(exc) + _full_disk_hint(cache_dir, detail_text(exc))
+        raise BuildError(name, "publish", detail, log_path, _tail(log_path, log_tail_lines)) from exc
+    shutil.rmtree(work)
+    return cached_build(cache_dir, key)
+
+
+def _run_steps(name, src, tree, log_path, steps, env, staging_dir, log_tail_lines):
     with open(log_path, "a") as log:
         log.write("== staging copy of %s\n" % src)
         log.flush()
         try:
             shutil.copytree(src, tree, symlinks=True)
         except (IOError, OSError, shutil.Error) as exc:
-            raise BuildError(name, "copy source", str(exc), log_path, _tail(log_path, log_tail_lines)) from exc
+            detail = str(exc)[:500] + _full_disk_hint(staging_dir, detail_text(exc))
+            raise BuildError(name, "copy source", detail, log_path, _tail(log_path, log_tail_lines)) from exc
         for step in steps:
             log.write(step_header(step["name"], step["argv"]))
             log.flush()
@@ -100,28 +202,37 @@ def build(
                 rc = 127
             if rc != 0:
                 log.flush()
-                raise BuildError(name, step["name"], "exit code %d" % rc, log_path, _tail(log_path, log_tail_lines))
-    wheels = sorted(glob.glob(os.path.join(tree, dist_dir, "*.whl")))
-    if not wheels:
-        raise BuildError(name, "collect wheels", "no wheel in %s" % dist_dir, log_path, _tail(log_path, log_tail_lines))
-    info = {
-        "name": name,
-        "key": key,
-        "wheel_files": [os.path.basename(wheel) for wheel in wheels],
-        "steps": [step["name"] for step in steps],
-        "seconds": round(time.time() - started, 1),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "metadata": metadata or {},
-    }
+                tail = _tail(log_path, log_tail_lines)
+                raise BuildError(
+                    name, step["name"], describe_exit(rc) + _full_disk_hint(staging_dir, tail), log_path, tail
+                )
+
+
+def detail_text(exc):
+    """An OSError (or shutil.Error's list of them) as text, with "No space left on device" where it was ENOSPC."""
+    if getattr(exc, "errno", None) == errno.ENOSPC:
+        return os.strerror(errno.ENOSPC)
+    return str(exc)
+
+
+def _publish(cache_dir, key, wheels, log_path, info):
+    """cache_dir/key appears whole: files written and synced in a hidden directory, then one rename, then synced."""
     publishing = os.path.join(cache_dir, ".%s.tmp" % key)
     if os.path.exists(publishing):
         shutil.rmtree(publishing)
     os.makedirs(publishing)
-    for wheel in wheels:
-        shutil.copy2(wheel, publishing)
-    shutil.copy2(log_path, os.path.join(publishing, "build.log"))
-    with open(os.path.join(publishing, BUILD_INFO), "w") as handle:
-        json.dump(info, handle, indent=2, sort_keys=True)
-    os.rename(publishing, cache_entry(cache_dir, key))
-    shutil.rmtree(work)
-    return cached_build(cache_dir, key)
+    try:
+        for wheel in wheels:
+            shutil.copy2(wheel, publishing)
+        shutil.copy2(log_path, os.path.join(publishing, "build.log"))
+        with open(os.path.join(publishing, BUILD_INFO), "w") as handle:
+            json.dump(info, handle, indent=2, sort_keys=True)
+        # A power cut after the rename must not leave a published key with empty files.
+        for entry in os.listdir(publishing):
+            _fsync(os.path.join(publishing, entry))
+        _fsync(publishing, directory=True)
+        os.rename(publishing, cache_entry(cache_dir, key))
+    except (IOError, OSError):
+        shutil.rmtree(publishing, ignore_errors=True)
+        raise
+    _fsync(cache_dir, directory=True)

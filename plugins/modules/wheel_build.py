@@ -19,7 +19,12 @@ description:
   - When O(cache_dir)/O(key)/ is already published nothing is built and the module reports no change, so a
     key is built once however many hosts need it.
   - A failed step publishes nothing, keeps the staging copy and its C(build.log), and fails with the name of
-    the step and the log's last lines.
+    the step and the log's last lines. A step killed by a signal is named so (SIGKILL with the out-of-memory
+    hint), and a full staging or cache filesystem is named with its free space.
+  - The published files are synced to disk before the rename, so a power cut never leaves a key with empty files.
+  - One build at a time per O(staging_dir), under a lock file there (MAX_JOBS is sized for the host's memory). A
+    build started while another runs (after ansible-playbook was killed and its async build kept running) waits
+    for it; when that one published the same key, its wheels are returned without building again, with no change.
 author:
   - instinct.stack contributors (@instinct-stack)
 options:
@@ -184,7 +189,9 @@ def main():
         )
     except BuildError as exc:
         module.fail_json(msg=str(exc), key=p["key"], failed_step=exc.step, log=exc.log_path)
-    module.exit_json(changed=True, built=True, key=p["key"], wheels=info["wheels"], build_info=info)
+    # A key that another run (an orphaned build of a killed ansible-playbook) published while this one waited.
+    reused = info.pop("reused", False)
+    module.exit_json(changed=not reused, built=not reused, key=p["key"], wheels=info["wheels"], build_info=info)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
+import errno
 import json
 import os
 import sys
+import threading
+import time
 
 import pytest
 
+from ansible_collections.instinct.stack.plugins.module_utils import wheel_build
 from ansible_collections.instinct.stack.plugins.module_utils.wheel_build import BuildError, build, cached_build
 
 SETUP = """
@@ -39,7 +43,7 @@ def test_build_publishes_once_and_leaves_source_untouched(source, tmp_path):
     assert info["metadata"] == {"arch": "gfx942"} and info["steps"] == ["stamp", "wheel"]
     assert json.loads((cache / "k1" / "build-info.json").read_text())["key"] == "k1"
     assert not (source / "stamp").exists() and not (source / "dist").exists()
-    assert not os.listdir(staging)
+    assert os.listdir(staging) == [".build.lock"]
     mtime = os.path.getmtime(info["wheels"][0])
     again = build("probe", str(source), "k1", str(cache), str(staging), [{"name": "never", "argv": ["false"]}])
     assert again["wheels"] == info["wheels"] and os.path.getmtime(again["wheels"][0]) == mtime
@@ -72,3 +76,81 @@ def test_missing_command_and_missing_wheels(source, tmp_path):
             "probe", str(source), "k4", str(tmp_path / "c"), str(tmp_path / "s"), [{"name": "noop", "argv": ["true"]}]
         )
     assert info.value.step == "collect wheels"
+
+
+def test_a_killed_step_is_named_with_its_signal_and_publishes_nothing(source, tmp_path):
+    cache, staging = tmp_path / "cache", tmp_path / "staging"
+    killed = [{"name": "compile", "argv": [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), 9)"]}]
+    with pytest.raises(BuildError) as info:
+        build("probe", str(source), "k5", str(cache), str(staging), killed)
+    message = str(info.value)
+    assert "at step 'compile' (killed by SIGKILL; the kernel's out-of-memory killer" in message
+    assert "lower pytorch_max_jobs" in message
+    assert cached_build(str(cache), "k5") is None and not (cache / ".k5.tmp").exists()
+    # The staging copy and its log stay for inspection; a rerun starts them afresh and publishes.
+    assert os.path.isfile(info.value.log_path)
+    assert build("probe", str(source), "k5", str(cache), str(staging), steps())["key"] == "k5"
+
+
+def test_a_full_staging_filesystem_is_named_with_its_free_space(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(wheel_build, "_free_bytes", lambda path: 3 * 1024 * 1024)
+    with pytest.raises(BuildError) as info:
+        build("probe", str(source), "k6", str(tmp_path / "c"), str(tmp_path / "s"), steps(), {"FIXTURE_FAIL": "1"})
+    assert "The filesystem of %s is full (3 MiB free)" % (tmp_path / "s") in str(info.value)
+    assert "point pytorch_staging_dir" in str(info.value)
+    # With room, a failure says nothing about space.
+    monkeypatch.setattr(wheel_build, "_free_bytes", lambda path: 10 * 1024**3)
+    with pytest.raises(BuildError) as info:
+        build("probe", str(source), "k6", str(tmp_path / "c"), str(tmp_path / "s"), steps(), {"FIXTURE_FAIL": "1"})
+    assert "is full" not in str(info.value)
+
+
+def test_a_publish_that_fails_leaves_no_key_and_no_partial_directory(source, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(wheel_build.shutil, "copy2", no_space)
+    with pytest.raises(BuildError) as info:
+        build("probe", str(source), "k7", str(cache), str(tmp_path / "s"), steps())
+    assert info.value.step == "publish" and "No space left on device" in str(info.value)
+    assert "The filesystem of %s is full" % cache in str(info.value)
+    assert os.listdir(cache) == []
+
+
+def test_a_second_build_of_a_key_waits_for_the_first_and_reuses_its_wheels(source, tmp_path):
+    cache, staging, gate = tmp_path / "cache", tmp_path / "staging", tmp_path / "gate"
+    held = [
+        {
+            "name": "held",
+            "argv": [
+                sys.executable,
+                "-c",
+                "import os, time\nwhile not os.path.exists(%r): time.sleep(0.05)" % str(gate),
+            ],
+        }
+    ]
+    results = {}
+    first = threading.Thread(
+        target=lambda: results.setdefault(
+            "first", build("probe", str(source), "k8", str(cache), str(staging), held + steps())
+        )
+    )
+    first.start()
+    while not (staging / "probe-k8" / "build.log").exists():
+        time.sleep(0.05)
+    second = threading.Thread(
+        target=lambda: results.setdefault(
+            "second", build("probe", str(source), "k8", str(cache), str(staging), steps())
+        )
+    )
+    second.start()
+    time.sleep(0.5)
+    # The second waits on the key's lock: it has not removed the first's staging tree.
+    assert second.is_alive() and (staging / "probe-k8" / "src").is_dir()
+    gate.write_text("go")
+    first.join(30)
+    second.join(30)
+    assert results["second"].get("reused") is True and "reused" not in results["first"]
+    assert results["second"]["wheels"] == results["first"]["wheels"]
