@@ -3,6 +3,8 @@
     nspawnctl.py up --bridge BR --address IP/PREFIX          # the bridge alone, to serve a mirror on first
     nspawnctl.py start NAME --workdir DIR --image-dir DIR --bridge BR --address IP/PREFIX [--airgapped]
     nspawnctl.py stop NAME --workdir DIR --bridge BR
+    nspawnctl.py poweroff NAME --workdir DIR --bridge BR   # pull the plug: SIGKILL, the overlay and network stay
+    nspawnctl.py boot NAME --workdir DIR --bridge BR       # boot a powered-off machine again, wait for its sshd
     nspawnctl.py down --workdir DIR --bridge BR      # the bridge and the image mount, after the last stop
 
 Each machine runs the guest image's own systemd as PID 1 and its sshd, on an overlay of the image (the
@@ -191,7 +193,11 @@ class Machine:
             commands = [["addr", "add", self.interface, "dev", "eth0"], ["link", "set", "eth0", "up"]]
         for command in [*commands, ["link", "set", "lo", "up"]]:
             run(["ip", "-n", self.netns, *command])
-        log = open(os.path.join(self.dir, "console.log"), "wb")  # noqa: SIM115 - handed to nspawn
+        self.launch()
+
+    def launch(self):
+        """Boots the machine's systemd on the overlay and network that start made (again, after a poweroff)."""
+        log = open(os.path.join(self.dir, "console.log"), "ab")  # noqa: SIM115 - handed to nspawn
         self.process = subprocess.Popen(  # noqa: S603
             [  # noqa: S607
                 "systemd-nspawn",
@@ -264,6 +270,18 @@ class Machine:
         self.cleanup()
         return stopped
 
+    def poweroff(self):
+        """Pulls the plug: SIGKILL to systemd-nspawn takes the container's init and every process with it (the
+        kernel kills a PID namespace with its init), with no shutdown. The overlay and the network stay, for boot."""
+        pid = self.running_pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while self.running_pid() is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return True
+
     def cleanup(self):
         quiet(["umount", "--lazy", self.root])
         # The kernel frees a deleted namespace, and the veth end inside it, asynchronously: delete the pair now.
@@ -321,13 +339,41 @@ def start(args):
 
 def stop(args):
     # Stopping needs only the names: the pid file, the overlay, the namespace and the veth derive from them.
-    machine = Machine(args.name, args.workdir, "", "0.0.0.0/32", Bridge(args.bridge, ""))
-    stopped = machine.stop()
+    stopped = named_machine(args).stop()
     identity = os.path.join(args.workdir, args.name + ".key")
     for leftover in (identity, identity + ".pub"):
         if os.path.exists(leftover):
             os.unlink(leftover)
     print(json.dumps({"instance": args.name, "stopped": stopped}))
+    return 0
+
+
+def named_machine(args):
+    """A machine that start made, known by its name: its state directory, namespace and veth derive from it."""
+    return Machine(args.name, args.workdir, "", "0.0.0.0/32", Bridge(args.bridge, ""))
+
+
+def poweroff(args):
+    machine = named_machine(args)
+    print(json.dumps({"instance": args.name, "powered_off": machine.poweroff()}))
+    return 0
+
+
+def boot(args):
+    machine = named_machine(args)
+    if machine.running_pid() is not None:
+        print("%s is running: poweroff first" % args.name, file=sys.stderr)
+        return 1
+    if not os.path.ismount(machine.root):
+        print("%s has no overlay mounted: start it instead" % args.name, file=sys.stderr)
+        return 1
+    machine.launch()
+    try:
+        machine.wait_for_ssh(os.path.join(args.workdir, args.name + ".key"))
+    except RuntimeError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(json.dumps({"instance": args.name, "booted": True}))
     return 0
 
 
@@ -344,12 +390,16 @@ def main(argv=None):
     up_parser = commands.add_parser("up", help="create the bridge")
     start_parser = commands.add_parser("start", help="boot a machine and wait for its sshd")
     stop_parser = commands.add_parser("stop", help="stop a machine and remove its overlay, namespace and key")
+    poweroff_parser = commands.add_parser("poweroff", help="pull a machine's plug (SIGKILL), keeping its disk")
+    boot_parser = commands.add_parser("boot", help="boot a powered-off machine again and wait for its sshd")
     down_parser = commands.add_parser("down", help="remove the bridge and the image mount")
-    for sub in (start_parser, stop_parser):
+    named = (start_parser, stop_parser, poweroff_parser, boot_parser)
+    for sub in named:
         sub.add_argument("name")
-    for sub in (start_parser, stop_parser, down_parser):
+    for sub in (*named, down_parser):
         sub.add_argument("--workdir", required=True)
-    for sub, handler in ((up_parser, up), (start_parser, start), (stop_parser, stop), (down_parser, down)):
+    handlers = ((up_parser, up), (start_parser, start), (stop_parser, stop), (poweroff_parser, poweroff))
+    for sub, handler in (*handlers, (boot_parser, boot), (down_parser, down)):
         sub.add_argument("--bridge", required=True)
         sub.set_defaults(handler=handler)
     for sub in (up_parser, start_parser):

@@ -16,10 +16,14 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 from setuptools import Distribution, setup
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+# Fault injection for the airgapped scenario's fault tests (test_faults.py), not upstream's: while this file exists
+# the compile step waits, so a test can kill the build, or the ansible-playbook that started it, mid-build.
+HOLD_FILE = "/run/instinct-fixture/hold-build"
 
 
 def fail(message):
@@ -143,6 +147,10 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
         ],
         check=True,
     )
+    if os.path.exists(HOLD_FILE):
+        print("fixture: the compile step is held while %s exists" % HOLD_FILE, flush=True)
+        while os.path.exists(HOLD_FILE):
+            time.sleep(0.2)
     subprocess.run([cmake, "--build", build_dir, "--parallel", os.environ.get("MAX_JOBS") or "1"], check=True)
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
