@@ -5,16 +5,19 @@
 
 The vllm_service role's meta/argument_specs.yml checks each instance first, when the role starts: required
 options, types, choices (dtype, block_size, quantization) and unknown options. This module checks only what an
-argument spec cannot express: patterns, ranges, the host's GPUs and their archs, reserved extra_args, and names
-and ports unique across instances. Every check names the instance and the option, so a bad value stops the
-rollout before a unit is written.
+argument spec cannot express: patterns, ranges, the host's GPUs and their archs, reserved extra_args, an address
+beyond loopback without an API key, and names and ports unique across instances. Every check names the instance and
+the option, so a bad value stops the rollout before a unit is written.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
 
 # vLLM's ROCm platform (vllm/platforms/rocm.py, RocmPlatform.supported_quantization at v0.11): the methods it
 # accepts, and the ones that need more than a ROCm GPU. bitsandbytes is added only off gfx9 ("warp size 64
@@ -60,6 +63,7 @@ DEFAULTS = {
     "served_model_name": None,
     "extra_args": [],
     "api_key": "",
+    "allow_unauthenticated": False,
 }
 # Options the user may not pass through extra_args: they are set from validated fields, or are secrets.
 RESERVED = (
@@ -77,6 +81,23 @@ RESERVED = (
 
 class InvalidInstance(ValueError):
     pass
+
+
+def is_loopback(host):
+    """Whether vLLM bound to host answers this machine alone: 127.0.0.0/8, ::1 (also IPv4-mapped) or localhost.
+
+    Anything else is not: 0.0.0.0 and :: (every address), another address, a name that could resolve elsewhere, and
+    an empty host (vLLM then binds every address).
+    """
+    host = str(host or "").strip()
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def _int(instance, key, minimum=None, maximum=None):
@@ -161,6 +182,21 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
             "vLLM instance %r: extra_args may not set %s; use the instance's own options" % (name, ", ".join(clash))
         )
     merged["extra_args"] = extra
+    try:
+        merged["allow_unauthenticated"] = boolean(merged["allow_unauthenticated"], strict=True)
+    except TypeError:
+        raise InvalidInstance(
+            "vLLM instance %r: allow_unauthenticated must be true or false, got %r"
+            % (name, merged["allow_unauthenticated"])
+        ) from None
+    has_key = bool(str(merged["api_key"] or "").strip())
+    if not has_key and not merged["allow_unauthenticated"] and not is_loopback(merged["host"]):
+        raise InvalidInstance(
+            "vLLM instance %r: host %s is not a loopback address and the instance has no api_key, so anyone who "
+            "reaches port %s could use the model; set api_key (from an ansible-vault file), bind host to 127.0.0.1, "
+            "or set allow_unauthenticated: true to accept a service without authentication"
+            % (name, merged["host"] or "(empty: every address)", merged["port"])
+        )
     return merged
 
 
@@ -218,5 +254,5 @@ def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
         instance["serve_args"] = serve_args(instance)
         instance["hip_visible_devices"] = hip_visible_devices(instance["gpus"], hip_devices)
         # The result is shown in task output; the key stays in the caller's (vaulted) variables only.
-        instance["has_api_key"] = bool(instance.pop("api_key"))
+        instance["has_api_key"] = bool(str(instance.pop("api_key") or "").strip())
     return validated

@@ -57,6 +57,7 @@ def test_the_api_key_is_a_no_log_option(instance_spec):
         ({"colour": "blue"}, "vllm_service_instances.colour. Supported parameters include"),
         ({"port": "http"}, "unable to convert to int"),
         ({"gpus": "all"}, "gpus"),
+        ({"allow_unauthenticated": "maybe"}, "allow_unauthenticated"),
     ],
 )
 def test_the_spec_refuses_what_the_filter_no_longer_checks(instance_spec, overrides, message):
@@ -76,3 +77,16 @@ def test_an_instance_the_spec_accepts_passes_the_filter_unchanged_in_meaning(ins
     (from_raw,) = vllm_options.validate_instances([raw], 1)
     assert from_spec == from_raw
     assert from_raw["port"] == 8001 and from_raw["serve_args"][-2:] == ["--block-size", "32"]
+
+
+def test_an_open_bind_without_a_key_passes_the_spec_and_the_filter_refuses_it(instance_spec):
+    # The spec cannot relate host and api_key: the filter refuses it; allow_unauthenticated (a spec bool) accepts it.
+    raw = {"name": "open", "model": "m", "host": "0.0.0.0"}  # noqa: S104
+    result = validate(instance_spec, raw)
+    assert not result.error_messages
+    with pytest.raises(vllm_options.InvalidInstance, match="allow_unauthenticated: true"):
+        vllm_options.validate_instances(result.validated_parameters["vllm_service_instances"], 1)
+    accepted = validate(instance_spec, dict(raw, allow_unauthenticated="yes"))
+    assert not accepted.error_messages
+    (served,) = vllm_options.validate_instances(accepted.validated_parameters["vllm_service_instances"], 1)
+    assert served["allow_unauthenticated"] is True

@@ -144,3 +144,60 @@ def test_quantization_refusal_lists_what_the_gpus_take():
     with pytest.raises(InvalidInstance) as error:
         validate_instance(instance(quantization="fp8"), 1, ["gfx90a"])
     assert "awq" in str(error.value) and "fp8," not in str(error.value) and "bitsandbytes" not in str(error.value)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.1.1", "127.255.255.254", "::1", "localhost", "LocalHost."])
+def test_loopback_without_an_api_key_is_accepted(host):
+    (served,) = validate_instances([instance(host=host)], 1)
+    assert served["has_api_key"] is False and served["allow_unauthenticated"] is False
+    assert served["serve_args"][1:3] == ["--host", host]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5", "192.168.1.20", "fd00::1", "gpu1.example", ""])  # noqa: S104
+def test_beyond_loopback_without_an_api_key_is_refused(host):
+    with pytest.raises(InvalidInstance, match="is not a loopback address and the instance has no api_key"):
+        validate_instances([instance(host=host)], 1)
+
+
+def test_the_refusal_says_what_to_set():
+    with pytest.raises(InvalidInstance) as error:
+        validate_instance(instance(host="0.0.0.0", port=8001), 1)  # noqa: S104
+    assert str(error.value) == (
+        "vLLM instance 'llama': host 0.0.0.0 is not a loopback address and the instance has no api_key, so anyone "
+        "who reaches port 8001 could use the model; set api_key (from an ansible-vault file), bind host to "
+        "127.0.0.1, or set allow_unauthenticated: true to accept a service without authentication"
+    )
+
+
+@pytest.mark.parametrize("key", ["", "   ", None])
+def test_an_empty_api_key_is_no_key(key):
+    with pytest.raises(InvalidInstance, match="has no api_key"):
+        validate_instance(instance(host="0.0.0.0", api_key=key), 1)  # noqa: S104
+
+
+def test_beyond_loopback_with_an_api_key_is_accepted():
+    (served,) = validate_instances([instance(host="0.0.0.0", api_key="sk-secret-123")], 1)  # noqa: S104
+    assert served["has_api_key"] is True and "sk-secret-123" not in repr(served)
+
+
+@pytest.mark.parametrize("allow", [True, "true", "yes"])
+def test_beyond_loopback_accepted_when_the_user_allows_it(allow):
+    (served,) = validate_instances([instance(host="::", allow_unauthenticated=allow)], 1)
+    assert served["allow_unauthenticated"] is True and served["has_api_key"] is False
+
+
+@pytest.mark.parametrize("allow", [False, "false", "no"])
+def test_allow_unauthenticated_false_still_refuses(allow):
+    with pytest.raises(InvalidInstance, match="set allow_unauthenticated: true"):
+        validate_instance(instance(host="10.0.0.5", allow_unauthenticated=allow), 1)
+
+
+def test_allow_unauthenticated_must_be_a_boolean():
+    with pytest.raises(InvalidInstance, match="allow_unauthenticated must be true or false, got 'maybe'"):
+        validate_instance(instance(host="10.0.0.5", allow_unauthenticated="maybe"), 1)
+
+
+def test_ipv4_mapped_loopback_is_loopback():
+    from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import is_loopback
+
+    assert is_loopback("::ffff:127.0.0.1") and not is_loopback("::ffff:10.0.0.1")
