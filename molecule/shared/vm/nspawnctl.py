@@ -159,6 +159,8 @@ class Machine:
         self.cleanup()
         for part in ("upper", "work", "root"):
             os.makedirs(os.path.join(self.dir, part))
+        with open(os.path.join(self.dir, "address"), "w") as handle:  # for boot, which knows only the name
+            handle.write(self.interface)
         run(
             [
                 "mount",
@@ -270,16 +272,43 @@ class Machine:
         self.cleanup()
         return stopped
 
+    def namespace_init(self, nspawn_pid):
+        """The machine's init: the process under systemd-nspawn that is PID 1 of its own PID namespace."""
+        children = {}
+        for entry in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+        pending = list(children.get(nspawn_pid, []))
+        while pending:
+            pid = pending.pop(0)
+            try:
+                with open("/proc/%d/status" % pid) as handle:
+                    nspids = next((line.split()[1:] for line in handle if line.startswith("NSpid:")), [])
+            except OSError:
+                continue
+            if len(nspids) > 1 and nspids[-1] == "1":
+                return pid
+            pending.extend(children.get(pid, []))
+        return None
+
     def poweroff(self):
-        """Pulls the plug: SIGKILL to systemd-nspawn takes the container's init and every process with it (the
-        kernel kills a PID namespace with its init), with no shutdown. The overlay and the network stay, for boot."""
+        """Pulls the plug: SIGKILL to the machine's init, whose death makes the kernel kill every process of its PID
+        namespace at once, with no shutdown (SIGKILL to systemd-nspawn alone would leave the machine running
+        without it). systemd-nspawn then exits. The overlay and the network stay, for boot."""
         pid = self.running_pid()
         if pid is None:
             return False
-        os.kill(pid, signal.SIGKILL)
+        init = self.namespace_init(pid)
+        os.kill(init if init is not None else pid, signal.SIGKILL)
         deadline = time.monotonic() + STOP_WAIT_S
         while self.running_pid() is not None and time.monotonic() < deadline:
             time.sleep(0.1)
+        if self.running_pid() is not None:
+            os.kill(pid, signal.SIGKILL)
         return True
 
     def cleanup(self):
@@ -360,7 +389,13 @@ def poweroff(args):
 
 
 def boot(args):
-    machine = named_machine(args)
+    try:
+        with open(os.path.join(args.workdir, "machines", args.name, "address")) as handle:
+            address = handle.read().strip()
+    except OSError:
+        print("%s was not started here: start it instead" % args.name, file=sys.stderr)
+        return 1
+    machine = Machine(args.name, args.workdir, "", address, Bridge(args.bridge, ""))
     if machine.running_pid() is not None:
         print("%s is running: poweroff first" % args.name, file=sys.stderr)
         return 1
