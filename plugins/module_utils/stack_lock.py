@@ -117,15 +117,16 @@ def resolve(python, wheels, pip_args, workdir, runner=subprocess.run):
 
 
 def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflicting=()):
-    """Publish the lock of key under lock_dir (atomically) unless it exists; return (info, changed).
+    """Publish the lock of key under lock_dir (atomically) unless it exists for these very wheels; return (info,
+    changed). A published lock that pins other files of the built wheels (rebuilt since) is resolved again and replaced.
 
     conflicting names projects that must come from the built wheels only (torch, triton under both its names ...):
     the closure pulling one of them from the index is an error.
     """
     published = read_lock(lock_dir, key)
-    if published:
-        return published, False
     missing = [wheel for wheel in wheels if not os.path.isfile(wheel)]
+    if published and (missing or not rebuilt_wheels(published, wheels)):
+        return published, False
     if missing:
         raise LockError("the stack's wheels are missing on the build host: %s" % ", ".join(missing))
     if not os.path.isdir(lock_dir):
@@ -161,8 +162,24 @@ def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflic
         with open(os.path.join(staging, LOCK_INFO), "w") as handle:
             json.dump(info, handle, indent=2, sort_keys=True)
         os.chmod(staging, 0o755)  # noqa: S103 - a lock is public: it lists files and hashes, no secret
-        os.rename(staging, os.path.join(lock_dir, key))
+        target = os.path.join(lock_dir, key)
+        if published:
+            # The lock of wheels rebuilt since: set aside, replaced, then removed.
+            os.rename(target, staging + ".replaced")
+        os.rename(staging, target)
     except Exception:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    shutil.rmtree(staging + ".replaced", ignore_errors=True)
     return read_lock(lock_dir, key), True
+
+
+def rebuilt_wheels(published, wheels):
+    """The built wheels whose file is not the one the published lock pins: a wheel rebuilt under the same key (after
+    its cache entry was removed) is not byte-identical, and pip would refuse it for its hash."""
+    rebuilt = []
+    for wheel in wheels:
+        name, _version = wheel_identity(wheel)
+        if published["packages"].get(name, {}).get("sha256") != sha256(wheel):
+            rebuilt.append(os.path.basename(wheel))
+    return rebuilt

@@ -18,7 +18,9 @@ description:
     (C(stack-lock.txt)) and its summary (C(stack-lock.json)) as O(lock_dir)/O(key)/, with one rename.
   - Every host then installs that file with C(pip install --require-hashes --no-deps), so all hosts of a stack
     hold the same files, byte for byte, whatever the index serves later.
-  - When the lock of O(key) is already published nothing is resolved and the module reports no change.
+  - When the lock of O(key) is already published for these very O(wheels) nothing is resolved and the module reports
+    no change. A published lock that pins other files of the built wheels (a wheel rebuilt under the same key after
+    its cache entry was removed is not byte-identical) is resolved again and replaced.
 author:
   - instinct.stack contributors (@instinct-stack)
 options:

@@ -151,13 +151,20 @@ def test_a_killed_build_and_a_killed_ansible_playbook_leave_the_stack_serving(be
     try:
         held = wait_for(
             "the torch build to reach its held compile step",
-            lambda: ssh("grep -l 'compile step is held' %s/pytorch-*/build.log" % STAGING, check=False),
+            # The held process itself, not only its log: an earlier attempt's log may say the same.
+            lambda: ssh(
+                "pgrep -f '[s]etup.py bdist_wheel' >/dev/null && grep -l 'compile step is held' %s/pytorch-*/build.log"
+                % STAGING,
+                check=False,
+            ),
             rollout=first,
         )
         # A second rollout while the first runs: the lock refuses it before it touches anything.
         code, second = playbook_json("site.yml", "--tags", "pytorch", *NEW_TORCH, timeout=300)
         assert code != 0
-        assert "instinct_rollout_lock_break" in failed_messages(second), failures(second, MACHINE)
+        refusal = failed_messages(second)
+        assert "Take the rollout lock: %s is being rolled out by" % MACHINE in refusal, refusal
+        assert "(ansible-playbook pid %d, playbook site.yml" % first.pid in refusal, refusal
         assert "compile step is held" in ssh("tail -n 3 %s" % held)
     finally:
         kill(first)

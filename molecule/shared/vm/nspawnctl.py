@@ -275,7 +275,7 @@ class Machine:
     def namespace_init(self, nspawn_pid):
         """The machine's init: the process under systemd-nspawn that is PID 1 of its own PID namespace."""
         children = {}
-        for entry in os.listdir("/proc"):
+        for entry in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open("/proc/%s/stat" % entry) as handle:
                     parent = int(handle.read().rsplit(")", 1)[1].split()[1])

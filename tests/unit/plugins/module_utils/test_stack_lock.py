@@ -128,3 +128,21 @@ def test_the_index_triton_beside_the_built_one_is_refused(tmp_path, built):
             conflicting=["torch", "torchvision", "triton", "pytorch-triton-rocm"],
         )
     assert os.listdir(tmp_path / "locks") == []
+
+
+def test_a_lock_whose_built_wheel_was_rebuilt_is_resolved_again(tmp_path, built):
+    locks = str(tmp_path / "locks")
+    first, _changed = stack_lock.lock(
+        "/venv/bin/python", built, [], locks, "k1", FakePip(["six-1.17.0-py2.py3-none-any.whl"])
+    )
+    # The torch cache entry was removed and built again under the same key: same file name, other bytes.
+    wheel(os.path.dirname(built[0]), os.path.basename(built[0]), b"rebuilt")
+    pip = FakePip(["six-1.17.0-py2.py3-none-any.whl"])
+    again, changed = stack_lock.lock("/venv/bin/python", built, [], locks, "k1", pip)
+    assert changed and len(pip.calls) == 1
+    with open(built[0], "rb") as handle:
+        assert again["packages"]["torch"]["sha256"] == hashlib.sha256(handle.read()).hexdigest()
+    assert again["packages"]["torch"]["sha256"] != first["packages"]["torch"]["sha256"]
+    assert again["packages"]["vllm"] == first["packages"]["vllm"]
+    assert sorted(os.listdir(locks)) == ["k1"]
+    assert stack_lock.lock("/venv/bin/python", built, [], locks, "k1", FakePip([]))[1] is False
