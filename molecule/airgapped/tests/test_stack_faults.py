@@ -10,7 +10,7 @@ Build faults (a new torch build: a torch flag only this test sets gives a new ke
 2. The staging directory is a 256 KiB tmpfs: the build fails naming the full filesystem; nothing is published.
    The rerun takes over the dead run's lock, builds and publishes; the next changes nothing.
 
-Stack faults (the whole rollout with that torch: a new stack):
+Stack faults (the build play, --tags build, with that torch: a new stack installed beside the one in service):
 3. The machine loses power (SIGKILL to its init: no shutdown) while the stack installs, and boots again: it serves the
    stack it served before, from its enabled unit; the new stack has no .verified record. The machine shares this
    machine's kernel, so its boot is a new boot without the amdgpu module, which the rocm role rightly reports as a
@@ -19,7 +19,7 @@ Stack faults (the whole rollout with that torch: a new stack):
 4. The mirror goes away while pip installs the stack; then, with the mirror still away, a run of the rocm role (apt:
    its repository check comes before the driver check) and one of the pytorch role (git): each fails naming the
    mirror, and the machine serves its stack throughout.
-5. With the mirror back, the rerun installs and switches to the new stack and prunes an older verified one
+5. With the mirror back, the whole rollout installs and switches to the new stack and prunes an older verified one
    (vllm_stack_keep 0: the current and the previous stay); the next changes nothing.
 """
 
@@ -204,7 +204,8 @@ def test_a_full_staging_directory_fails_the_build_and_a_rerun_converges(before):
 
 
 def test_a_power_cut_during_the_stack_install_leaves_the_old_stack_serving(before):
-    rollout = start_playbook("site.yml", *NEW_TORCH)
+    # The build play alone (--tags build) builds, installs and verifies the stack beside the one in service.
+    rollout = start_playbook("site.yml", "--tags", "build", *NEW_TORCH)
     try:
         wait_for("the new stack's install", lambda: any(unverified_stacks()), timeout=600, rollout=rollout)
         nspawn("poweroff")
@@ -220,7 +221,7 @@ def test_a_power_cut_during_the_stack_install_leaves_the_old_stack_serving(befor
 
 def test_the_mirror_going_away_fails_pip_apt_and_git_and_the_stack_keeps_serving(before):
     (left,) = unverified_stacks().values()
-    rollout = start_playbook("site.yml", *NEW_TORCH, *NO_DRIVER)
+    rollout = start_playbook("site.yml", "--tags", "build", *NEW_TORCH)
     try:
         # The run removes what the power cut left and installs the stack afresh: the mirror goes away then.
         wait_for(
