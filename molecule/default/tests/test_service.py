@@ -1,11 +1,11 @@
-"""vllm-fixture.service: hardened, loopback only, key in a 0600 file, restarted exactly once by a change."""
+"""vllm-fixture.service: hardened, loopback only, restarted exactly once by a change. Its API key is checked in
+molecule/shared/tests/test_api_key.py, which every scenario runs."""
 
 import json
 
 # The qemu guest; the build host beside it (an nspawn machine) is checked in test_stack.py.
 testinfra_hosts = ["inference_hosts"]
 
-SECRET = "molecule-canary-key-5f3a9c"  # noqa: S105 - the test value molecule.yml sets, searched for
 UNIT = "vllm-fixture.service"
 
 
@@ -22,7 +22,6 @@ def test_runs_as_unprivileged_user_in_gpu_groups_from_the_stack(host):
     assert {"video", "render"} <= set(host.user("vllm").groups)
     cmdline = host.file("/proc/%s/cmdline" % main_pid).content_string.replace("\0", " ")
     assert "/opt/instinct-stack/current/venv/" in cmdline and " serve fixture-model " in cmdline
-    assert SECRET not in cmdline
 
 
 def test_vllm_detected_the_rocm_platform(host):
@@ -37,23 +36,8 @@ def test_listens_only_on_loopback(host):
     assert not host.socket("tcp://0.0.0.0:8000").is_listening
 
 
-def test_environment_file_holds_the_key_mode_0600(host):
-    with host.sudo():
-        env = host.file("/etc/instinct-stack/vllm/fixture.env")
-        assert env.user == "root" and env.mode == 0o600
-        assert "VLLM_API_KEY=" + SECRET in env.content_string
-        assert host.file("/etc/instinct-stack/vllm").mode == 0o700
-    assert host.run("cat /etc/instinct-stack/vllm/fixture.env").rc != 0  # unreadable without root
-    assert SECRET not in host.file("/etc/systemd/system/" + UNIT).content_string
-
-
-def test_health_and_authenticated_models(host):
+def test_health(host):
     assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health") == "200"
-    assert host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models") == "401"
-    models = json.loads(
-        host.check_output("curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:8000/v1/models" % SECRET)
-    )
-    assert models["data"][0]["id"] == "fixture-model"
 
 
 def test_hardening(host):
