@@ -1,0 +1,415 @@
+"""A projection, not a measurement: the time from bare metal to serving for 1 to 1000 hosts.
+
+It puts together two kinds of figures, both kept in INPUTS below and nowhere else:
+
+- the per-host costs that benchmarks/scale.py measured on this project's 2-core machine (BENCHMARKS.md,
+  "Scale: the no-op rerun against 1, 4 and 16 hosts, next to the field-guide script"): the collection's
+  first rollout and no-op rerun, the field-guide script's two runs, and the controller CPU they took. Every
+  build there was a fixture build of a few seconds, so these figures are the rollouts' overhead;
+- published build times of PyTorch (ROCm), Triton and vLLM (ROCm) from source on real machines, each with
+  its source. The published figures spread widely (different machines, arch lists, caches and years), so
+  each component has a low and a high figure and every projection is printed for both.
+
+The model (seconds; B is the sum of the three build times, low or high):
+
+  field-guide script  ceil(N / fanout) x (s + B)
+      It builds everything on every host (benchmarks/field_guide_rollout.sh). s is its measured time per
+      host beside the builds (its 16-host run divided by 16: scale.py runs it over ssh on one host after
+      another). fanout 1 is how scale.py runs it; a parallel ssh (--script-fanout, default 20, the
+      collection's forks) runs that many hosts at once, each compiling for itself.
+
+  collection          ceil(A' / H) x B + max(ceil(N / F) x t1, (c1 + (N - 1) x c) / min(cores, F))
+      It builds once per distinct arch list on a build host and installs the built wheels on every
+      host. A' = min(A, N) distinct arch lists (--archs) build on H build hosts (--build-hosts), one
+      after another on each; H > 1 is the build farm of issue 18, which is projected here, not measured.
+      t1 is the measured one-host rollout; with F forks (--forks) the hosts take each task F at a time, in
+      ceil(N / F) waves. The controller spends c1 on the first host and c per added host (measured from
+      the 1- and 16-host runs), spread over min(cores, F) of its cores (--controller-cores); the slower of
+      the hosts' waves and the controller's CPU sets the pace (they overlap: an optimistic bound).
+
+  compile time        script N x B, collection A' x B host-hours: what each spends compiling.
+
+  no-op rerun         the script builds everything again (the same formula with its rerun time); the
+                      collection builds nothing (B = 0, with its measured rerun figures).
+
+Assumptions, each named in the output too: every host (and the build host) compiles as fast as the
+machines of the cited figures; hosts do not slow each other down (on a cluster each host runs its tasks
+on its own CPU, where on the measuring machine 16 hosts shared 2 cores); the measured per-host figures
+hold for any N; the fixture builds' few seconds in the measured figures are left in.
+
+What it does not show: network bandwidth (multi-GB wheels pass through the controller, once per host,
+and every host of the script pulls sources and wheels from the mirror at once); failures and retries;
+hosts of different arch lists in one run beyond --archs; the model's weights and load time (the serve
+play's rolling batches wait for each batch's services); torchvision's build (the collection builds it,
+the script does not); ROCm's and the driver's install time on real hardware (a real apt install of
+ROCm is minutes per host; here it came from the fixture mirror); reboots.
+
+Run from the repository root (it reads nothing else and needs only the standard library):
+
+    .venv/bin/python benchmarks/projection.py
+    .venv/bin/python benchmarks/projection.py --archs 2 --build-hosts 2
+"""
+
+import argparse
+import math
+import sys
+
+INPUTS = {
+    "measured": {
+        "source": (
+            "BENCHMARKS.md, 'Scale: the no-op rerun against 1, 4 and 16 hosts, next to the field-guide script': "
+            "`benchmarks/scale.py --hosts 1 4 16`, 2026-12-02, the project's 2-core 24 GiB machine, "
+            "systemd-nspawn hosts, forks 20, fixture builds of seconds (benchmarks/results/scale-2026-12-02.txt)"
+        ),
+        "forks": 20,
+        # Per host count: wall seconds and controller CPU seconds.
+        "collection": {
+            "first": {1: (35.7, 8.9), 4: (70.8, 21.6), 16: (251.1, 79.5)},
+            "rerun": {1: (17.0, 7.0), 4: (37.6, 17.7), 16: (121.0, 63.6)},
+        },
+        # Run over ssh on one host after another (fan-out 1).
+        "script": {
+            "first": {1: (10.5, 0.1), 4: (43.7, 0.4), 16: (162.0, 1.3)},
+            "rerun": {1: (7.3, 0.1), 4: (29.4, 0.3), 16: (113.6, 1.3)},
+        },
+    },
+    # Minutes per build, low and high, from the sources below ("used" says which figure each gives).
+    "builds": {
+        "PyTorch (ROCm)": {
+            "low_min": 20,
+            "high_min": 240,
+            "sources": [
+                {
+                    "used": "low",
+                    "figure": "PyTorch's ROCm CI build job: 1.4-1.5 h before, under 20 min after AOTriton moved "
+                    "into the base image (AOTriton alone took 1 h 6 min on a linux.2xlarge node)",
+                    "machine": "PyTorch CI runners (the build job's runner class is not stated); sccache on",
+                    "version": "PyTorch main, May 2024",
+                    "url": "https://github.com/pytorch/pytorch/pull/127012",
+                },
+                {
+                    "used": "low",
+                    "figure": "wall-clock build time 19 min (12 min with the PR's split of template instantiations)",
+                    "machine": "dual AMD EPYC 7542 server (2 x 32 cores); arch list not stated",
+                    "version": "ROCm/pytorch fork, July 2022 (the PR was closed)",
+                    "url": "https://github.com/ROCm/pytorch/pull/1037",
+                },
+                {
+                    "used": "high",
+                    "figure": "ROCm nightly manywheel and libtorch builds 'close to the 4hr mark', "
+                    "timeout raised to 5 h",
+                    "machine": "PyTorch's binary-build runners (not stated); every arch of the nightly wheel",
+                    "version": "PyTorch nightly, September 2025",
+                    "url": "https://github.com/pytorch/pytorch/pull/163776",
+                },
+                {
+                    "used": "context",
+                    "figure": "all 12 ROCm 7.1/7.2 nightly manywheel builds cancelled at the 420 min timeout",
+                    "machine": "PyTorch's binary-build runners; every arch of the nightly wheel",
+                    "version": "PyTorch nightly, May 2026 (a regression, left out of the range)",
+                    "url": "https://github.com/pytorch/pytorch/issues/183301",
+                },
+            ],
+        },
+        "Triton": {
+            "low_min": 15,
+            "high_min": 15,
+            "sources": [
+                {
+                    "used": "low and high, the only published figure found",
+                    "figure": "each of 8 test shards compiled Triton from source, about 15 min each",
+                    "machine": "ROCm/aiter's CI GPU runners, in its Docker image (cores not stated)",
+                    "version": "Triton from source for ROCm, March 2026",
+                    "url": "https://github.com/ROCm/aiter/pull/2380",
+                },
+            ],
+        },
+        "vLLM (ROCm)": {
+            "low_min": 5,
+            "high_min": 22,
+            "sources": [
+                {
+                    "used": "low",
+                    "figure": "'This may take 5-10 minutes' (python3 setup.py develop, PYTORCH_ROCM_ARCH=gfx942)",
+                    "machine": "not stated",
+                    "version": "vLLM's ROCm install guide, docs/getting_started/installation/gpu.rocm.inc.md "
+                    "(commit 06d0369d), ROCm 7.0",
+                    "url": "https://github.com/vllm-project/vllm/blob/main/docs/getting_started/installation/"
+                    "gpu.rocm.inc.md",
+                },
+                {
+                    "used": "high",
+                    "figure": "docker build of docker/Dockerfile.rocm on the navi base image: 1312.6 s "
+                    "(vLLM's build and its Python dependencies)",
+                    "machine": "a Radeon RX 7900 XTX (gfx1100) machine, CPU not stated",
+                    "version": "ROCm/vllm at c43debd4, April 2025",
+                    "url": "https://github.com/ROCm/vllm/issues/508",
+                },
+                {
+                    "used": "context",
+                    "figure": "'the build process much faster (~10 minutes)' on top of the prebuilt base image",
+                    "machine": "not stated",
+                    "version": "vLLM, January 2025",
+                    "url": "https://github.com/vllm-project/vllm/pull/11777",
+                },
+            ],
+        },
+    },
+    "assumptions": [
+        "each build takes its cited time on every host that runs it (the build host is a server like the others)",
+        "PyTorch, Triton and vLLM build one after another (Triton and vLLM build against the new torch)",
+        "hosts run their own tasks on their own CPU and do not slow each other down "
+        "(the measuring machine ran all hosts on its 2 cores)",
+        "the measured one-host and per-added-host costs hold for any number of hosts",
+        "the collection's hosts and its controller overlap their work: the slower of the two sets the pace",
+        "distinct arch lists build one after another on each build host, in parallel across build hosts "
+        "(--build-hosts above 1 is issue 18's build farm: projected, not measured)",
+        "the fixture builds' few seconds inside the measured figures are left in",
+    ],
+    "not_shown": [
+        "network bandwidth: the built wheels (gigabytes with a real torch) pass through the controller "
+        "once per host, and the script's hosts all pull sources and wheels from the mirror at once",
+        "failures, retries and hosts that drop out mid-rollout",
+        "hosts of several arch lists beyond what --archs says, and arch lists that need different sources",
+        "the model: its download and load time, which the serve play's rolling batches (serial 25%) "
+        "wait for batch by batch",
+        "torchvision's build (the collection builds it, the script does not)",
+        "ROCm's and the driver's install on real hardware (here they came from the fixture mirror), and reboots",
+    ],
+}
+
+
+def measured_model(inputs, tool, phase):
+    """The per-host figures the projection uses for one tool and phase (first or rerun)."""
+    runs = inputs["measured"][tool][phase]
+    fewest, most = min(runs), max(runs)
+    return {
+        # The one-host run, and the controller CPU it took.
+        "one_host_s": runs[fewest][0] / fewest,
+        "cpu_one_host_s": runs[fewest][1],
+        # Controller CPU per added host, between the fewest and the most hosts measured.
+        "cpu_per_added_host_s": (runs[most][1] - runs[fewest][1]) / (most - fewest),
+        # Wall time per host when the hosts run one after another (the script's largest run).
+        "per_host_s": runs[most][0] / most,
+        # Wall time per added host on the measuring machine, where every host shared its cores.
+        "wall_per_added_host_s": (runs[most][0] - runs[fewest][0]) / (most - fewest),
+    }
+
+
+def build_seconds(inputs, level):
+    """PyTorch + Triton + vLLM, one after another, at the low or high published figure."""
+    return 60 * sum(component["%s_min" % level] for component in inputs["builds"].values())
+
+
+def script_seconds(hosts, build_s, model, fanout):
+    """The field-guide script: every host builds everything, fanout hosts at a time."""
+    return math.ceil(hosts / fanout) * (model["per_host_s"] + build_s)
+
+
+def collection_seconds(hosts, build_s, model, archs=1, build_hosts=1, forks=20, controller_cores=2):
+    """The collection: one build per distinct arch list, then every host's install and service, forks at a time."""
+    build_rounds = math.ceil(min(archs, hosts) / build_hosts)
+    hosts_side = math.ceil(hosts / forks) * model["one_host_s"]
+    controller_side = (model["cpu_one_host_s"] + (hosts - 1) * model["cpu_per_added_host_s"]) / min(
+        controller_cores, forks
+    )
+    return build_rounds * build_s + max(hosts_side, controller_side)
+
+
+def compile_hours(hosts, build_s, archs):
+    """Host-hours spent compiling: the script builds on every host, the collection once per arch list."""
+    return hosts * build_s / 3600, min(archs, hosts) * build_s / 3600
+
+
+def duration(seconds):
+    if seconds < 90:
+        return "%d s" % round(seconds)
+    if seconds < 90 * 60:
+        return "%d min" % round(seconds / 60)
+    if seconds < 48 * 3600:
+        return "%.1f h" % (seconds / 3600)
+    return "%.1f d" % (seconds / 86400)
+
+
+def span(low, high, unit=duration):
+    return unit(low) if unit(low) == unit(high) else "%s to %s" % (unit(low), unit(high))
+
+
+def hours(value):
+    return "%.1f h" % value if value < 10 else "{:,} h".format(round(value))
+
+
+def projection_tables(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=20, controller_cores=2):
+    """The two Markdown tables (first rollout, no-op rerun), each cell low to high build times."""
+    builds = {level: build_seconds(inputs, level) for level in ("low", "high")}
+    collection = {phase: measured_model(inputs, "collection", phase) for phase in ("first", "rerun")}
+    script = {phase: measured_model(inputs, "script", phase) for phase in ("first", "rerun")}
+    settings = {
+        "archs": archs,
+        "build_hosts": build_hosts,
+        "forks": forks,
+        "controller_cores": controller_cores,
+    }
+    header = (
+        "| hosts | field-guide script, 1 host at a time (as measured) | field-guide script, %d hosts at a time "
+        "| collection (%d arch list%s, %d build host%s, forks %d) |"
+        % (script_fanout, archs, "s" if archs > 1 else "", build_hosts, "s" if build_hosts > 1 else "", forks)
+    )
+    rule = "|---:|---|---|---|"
+    first = [header + " compiling, script / collection |", rule + "---|"]
+    rerun = [header, rule]
+    for count in host_counts:
+
+        def cells(phase, with_builds, count=count):
+            row = []
+            for fanout in (1, script_fanout):
+                low, high = (script_seconds(count, builds[lv], script[phase], fanout) for lv in ("low", "high"))
+                row.append(span(low, high))
+            low, high = (
+                collection_seconds(count, builds[lv] if with_builds else 0, collection[phase], **settings)
+                for lv in ("low", "high")
+            )
+            row.append(span(low, high))
+            return row
+
+        script_low, collection_low = compile_hours(count, builds["low"], archs)
+        script_high, collection_high = compile_hours(count, builds["high"], archs)
+        compiling = "%s / %s" % (span(script_low, script_high, hours), span(collection_low, collection_high, hours))
+        first.append("| %d | %s | %s |" % (count, " | ".join(cells("first", True)), compiling))
+        rerun.append("| %d | %s |" % (count, " | ".join(cells("rerun", False))))
+    return "\n".join(first), "\n".join(rerun)
+
+
+def check_table(inputs, forks=20, controller_cores=2):
+    """The model with no build time against the measured runs it was made from."""
+    lines = [
+        "| hosts | collection measured | collection model | script measured | script model |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    collection = measured_model(inputs, "collection", "first")
+    script = measured_model(inputs, "script", "first")
+    measured = inputs["measured"]
+    for count in sorted(measured["collection"]["first"]):
+        modelled = collection_seconds(count, 0, collection, forks=forks, controller_cores=controller_cores)
+        lines.append(
+            "| %d | %.1f s | %.1f s | %.1f s | %.1f s |"
+            % (
+                count,
+                measured["collection"]["first"][count][0],
+                modelled,
+                measured["script"]["first"][count][0],
+                script_seconds(count, 0, script, 1),
+            )
+        )
+    return "\n".join(lines)
+
+
+def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=20, controller_cores=2):
+    first, rerun = projection_tables(inputs, host_counts, archs, build_hosts, forks, script_fanout, controller_cores)
+    collection = measured_model(inputs, "collection", "first")
+    script = measured_model(inputs, "script", "first")
+    low, high = build_seconds(inputs, "low"), build_seconds(inputs, "high")
+    largest = max(host_counts)
+    lines = [
+        "**A projection, not a measurement.** No host here built the real PyTorch, Triton or vLLM: the build "
+        "times are published figures (below), the rest is what `benchmarks/scale.py` measured with fixture "
+        "builds of seconds.",
+        "",
+        "Measured inputs: " + inputs["measured"]["source"] + ".",
+        "",
+        "- collection: one host's first rollout %.1f s; controller CPU %.1f s for it and %.2f s per added host"
+        % (collection["one_host_s"], collection["cpu_one_host_s"], collection["cpu_per_added_host_s"]),
+        "- field-guide script: %.1f s per host beside its builds (its 16-host run, one host after another)"
+        % script["per_host_s"],
+        "- builds, PyTorch + Triton + vLLM one after another: %s (low) and %s (high): %s"
+        % (
+            duration(low),
+            duration(high),
+            ", ".join(
+                "%s %d-%d min" % (name, c["low_min"], c["high_min"])
+                if c["low_min"] != c["high_min"]
+                else "%s %d min" % (name, c["low_min"])
+                for name, c in inputs["builds"].items()
+            ),
+        ),
+        "",
+        "Model: script = ceil(N / fan-out) x (per-host time + B); collection = ceil(arch lists / build hosts) x B "
+        "+ max(ceil(N / forks) x one-host time, controller CPU / min(%d controller cores, forks)); "
+        "B = the builds above. Each cell: low to high build times." % controller_cores,
+        "",
+        "From bare metal to serving (first rollout):",
+        "",
+        first,
+        "",
+        "No-op rerun (nothing changed; the script builds everything again, the collection builds nothing):",
+        "",
+        rerun,
+        "",
+        "The model against the runs it was made from (no build time; all hosts shared the measuring machine's 2 "
+        "cores, which the model leaves out, so it is under the collection's measured time from 4 hosts on):",
+        "",
+        check_table(inputs, forks, controller_cores),
+        "",
+        "Extrapolated from the measuring machine's own growth instead (%.1f s per added host, every host and the "
+        "controller on its 2 cores), the collection's time beside the builds would be %s at %d hosts, not %s."
+        % (
+            collection["wall_per_added_host_s"],
+            duration(collection["one_host_s"] + (largest - 1) * collection["wall_per_added_host_s"]),
+            largest,
+            duration(collection_seconds(largest, 0, collection, archs, build_hosts, forks, controller_cores)),
+        ),
+        "",
+        "Assumptions:",
+        "",
+        *("- " + item for item in inputs["assumptions"]),
+        "",
+        "Not shown:",
+        "",
+        *("- " + item for item in inputs["not_shown"]),
+        "",
+        "Build times, with their sources:",
+        "",
+    ]
+    for name, component in inputs["builds"].items():
+        for source in component["sources"]:
+            lines.append(
+                "- %s, %s: %s. Machine: %s. Version: %s. <%s>"
+                % (name, source["used"], source["figure"], source["machine"], source["version"], source["url"])
+            )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, nargs="+", default=[1, 10, 100, 1000], help="default: 1 10 100 1000")
+    parser.add_argument("--archs", type=int, default=1, help="distinct arch lists among the hosts (default: 1)")
+    parser.add_argument("--build-hosts", type=int, default=1, help="build hosts that build in parallel (default: 1)")
+    parser.add_argument("--forks", type=int, default=INPUTS["measured"]["forks"], help="ansible forks (default: 20)")
+    parser.add_argument(
+        "--script-fanout", type=int, default=20, help="hosts the field-guide script runs on at once (default: 20)"
+    )
+    parser.add_argument(
+        "--controller-cores", type=int, default=2, help="the controller's cores (default: 2, the measuring machine)"
+    )
+    args = parser.parse_args(argv)
+    for name in ("archs", "build_hosts", "forks", "script_fanout", "controller_cores"):
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1" % name.replace("_", "-"))
+    if min(args.hosts) < 1:
+        parser.error("--hosts must be at least 1")
+    print(
+        report(
+            INPUTS,
+            args.hosts,
+            archs=args.archs,
+            build_hosts=args.build_hosts,
+            forks=args.forks,
+            script_fanout=args.script_fanout,
+            controller_cores=args.controller_cores,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
