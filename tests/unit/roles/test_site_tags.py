@@ -4,7 +4,8 @@ Every play has a tag (prepare, build, serve) and every role its name, so `--tags
 services alone. Checked with `ansible-playbook --list-tags` and `--list-tasks --tags TAG` against a tiny inventory:
 each tag selects all of its roles' tasks and nothing else, besides Ansible's own argument validation of every role
 (which Ansible tags `always`; it reads no host). The build roles are the one documented exception: triton and vllm
-build against the pytorch and triton roles' results, so their tags run those roles too.
+build against the pytorch and triton roles' results, so their tags run those roles too. The rollout lock's plays,
+the first (take it on every host) and the last (give it back), are tagged always: every tagged run holds the lock.
 """
 
 import base64
@@ -19,6 +20,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 SITE = ROOT / "playbooks" / "site.yml"
+ROLLBACK = ROOT / "playbooks" / "rollback.yml"
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 PLAYS = {
@@ -52,6 +54,13 @@ FACT_FINDING = {
     "vllm_service": {"rocm_gpus": "instinct.stack.gfx_arch"},
 }
 VALIDATION = "Validating arguments against arg spec"
+# The tasks of the first play (playbooks/tasks/rollout_lock.yml, a block's tasks in order) and of the last one.
+TAKE_LOCK = [
+    "Take the rollout lock",
+    "Give back the rollout lock taken on the other hosts",
+    "Stop the run on the other hosts",
+]
+GIVE_BACK_LOCK = ["Give back the rollout lock"]
 TASK_LINE = re.compile(r"^ {6}(?:instinct\.stack\.(?P<role>\w+) : )?(?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$")
 
 
@@ -116,20 +125,33 @@ def listed_tasks(output):
 @pytest.fixture(scope="module")
 def every_task(ansible):
     tasks = listed_tasks(ansible("--list-tasks"))
-    assert {role for _play, role, _name, _tags in tasks} == set(ROLES)
+    # The lock plays' tasks belong to no role.
+    assert {role for _play, role, _name, _tags in tasks} == set(ROLES) | {None}
     return tasks
 
 
 def own(tasks):
-    return [task for task in tasks if not task[2].startswith(VALIDATION)]
+    """The roles' own tasks: neither Ansible's argument validation nor the lock plays' tasks."""
+    return [task for task in tasks if not task[2].startswith(VALIDATION) and task[1] is not None]
+
+
+def lock_tasks(tasks):
+    """(play, name) of the lock plays' tasks, and whether every one is tagged always."""
+    lock = [task for task in tasks if task[1] is None]
+    return [(play, name) for play, _role, name, _tags in lock], all(tags == {"always"} for *_rest, tags in lock)
+
+
+def expected_lock_tasks(last_play):
+    return [(1, name) for name in TAKE_LOCK] + [(last_play, name) for name in GIVE_BACK_LOCK]
 
 
 def test_list_tags_shows_every_play_and_role_tag(ansible):
     output = ansible("--list-tags")
     plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert plays == list(PLAYS)
+    assert plays == ["always", *PLAYS, "always"]
     task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert [set(tags.split(", ")) for tags in task_tags] == [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
+    expected = [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
+    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, *expected, {"always"}]
 
 
 @pytest.mark.parametrize("tag", list(SELECTS))
@@ -137,6 +159,8 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
     selected = listed_tasks(ansible("--list-tasks", "--tags", tag))
     expected = [task for task in own(every_task) if task[1] in SELECTS[tag]]
     assert [task[:3] for task in own(selected)] == [task[:3] for task in expected]
+    # The rollout lock is taken first and given back last under every tag.
+    assert lock_tasks(selected) == (expected_lock_tasks(len(PLAYS) + 2), True)
     # Besides them only Ansible's validation of each role's arguments, tagged always by Ansible itself.
     assert {task[1] for task in selected if task[2].startswith(VALIDATION)} <= set(ROLES)
     assert all("always" in task[3] for task in selected if task[2].startswith(VALIDATION))
@@ -144,15 +168,27 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
 
 def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
     selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
-    assert {play for play, _role, _name, _tags in selected} == {3}
+    assert {play for play, _role, _name, _tags in selected} == {4}  # the serve play, after the lock's
     names = [name for _play, _role, name, _tags in selected]
     facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
     assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs
 
 
-def test_no_task_of_the_collection_is_tagged_always(every_task):
-    # Ansible's own argument validation is the only task every tag runs.
+def test_only_the_rollout_lock_is_tagged_always(every_task):
+    # Besides Ansible's own argument validation, the lock plays' tasks are the only ones every tag runs.
     assert [task for task in own(every_task) if "always" in task[3]] == []
+    assert lock_tasks(every_task) == (expected_lock_tasks(len(PLAYS) + 2), True)
+    shared = yaml.safe_load((ROOT / "playbooks" / "tasks" / "rollout_lock.yml").read_text())
+    assert [task["name"] for task in shared[:1] + shared[1]["block"]] == TAKE_LOCK
+
+
+@pytest.mark.parametrize("tags", [(), ("--tags", "vllm_service"), ("--tags", "no-such-tag")])
+def test_the_rollback_holds_the_rollout_lock_under_every_tag(ansible, tags):
+    tasks = listed_tasks(ansible("--list-tasks", *tags, playbook=ROLLBACK))
+    lock = [task for task in tasks if task[0] != 2]  # the rollback play's own pre_tasks belong to no role either
+    assert lock_tasks(lock) == (expected_lock_tasks(3), True)
+    rollback = [name for play, _role, name, _tags in tasks if play == 2]
+    assert ("Refuse a host without a previous verified stack" in rollback) == (not tags)
 
 
 @pytest.mark.parametrize("role", list(FACT_FINDING))
