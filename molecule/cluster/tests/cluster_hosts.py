@@ -8,7 +8,9 @@ from pathlib import Path
 import testinfra
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
-from playbook_runner import playbook_json  # noqa: E402, F401 - re-exported for the scenario's tests
+from playbook_runner import playbook_json  # noqa: E402 - the scenario's tests import it from here
+
+__all__ = ["NODES", "UNIT", "invocation", "nodes", "playbook_json"]
 
 NODES = ("node1", "node2")
 UNIT = "vllm-fixture.service"

@@ -49,8 +49,14 @@ def test_only_the_service_role_runs(unchanged_run):
         for name, path, _host, result in tasks
         if VALIDATION not in name and not result.get("skipped")
     }
-    # The root site.yml's own check that the inventory names hosts (tagged always) is the only other task.
-    assert ran == {"vllm_service", "Check that the inventory names hosts"}, ran
+    # The other tasks are tagged always: the root site.yml's check that the inventory names hosts, and the rollout
+    # lock taken first and given back last (playbooks/tasks/rollout_lock.yml; its stop block is skipped).
+    assert ran == {
+        "vllm_service",
+        "Check that the inventory names hosts",
+        "Take the rollout lock",
+        "Give back the rollout lock",
+    }, ran
 
 
 def test_the_role_found_the_gpus_itself(unchanged_run):

@@ -198,7 +198,8 @@ def test_rollback_without_a_previous_stack_fails_the_host_and_says_so(tmp_path, 
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(
         "inference_hosts:\n  hosts:\n    gpu1:\n      ansible_connection: local\n"
-        "      ansible_python_interpreter: %s\n      vllm_stack_root: %s\n" % (sys.executable, tmp_path / "stack")
+        "      ansible_python_interpreter: %s\n      vllm_stack_root: %s\n      instinct_rollout_lock_path: %s\n"
+        % (sys.executable, tmp_path / "stack", tmp_path / "rollout.lock")
     )
     code = main(["rollback", "-i", str(inventory), "--run-dir", str(tmp_path / "run"), "--json"])
     report = json.loads(capsys.readouterr().out)
