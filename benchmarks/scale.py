@@ -16,6 +16,11 @@ Run as root (it mounts overlays and creates network namespaces) from the reposit
     .venv/bin/python benchmarks/scale.py --hosts 1 4 16
 
 Results go to stdout as a table and to BUILD/results.json; every run's log is kept in BUILD/logs.
+
+What crosses the controller, per Ansible run: Ansible's ssh connections go through benchmarks/ssh_meter.py (a
+ProxyCommand that counts every byte of each connection: modules, results, and the files that copy and fetch carry),
+and the bridge's own counters give everything the controller exchanged with the hosts (ssh and the mirror it
+serves); traffic between the hosts crosses the bridge without reaching the controller and is in neither.
 """
 
 import argparse
@@ -29,6 +34,7 @@ import subprocess
 import sys
 import time
 
+import ssh_meter
 from molecule_phases import recap_totals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,6 +48,7 @@ from nspawnctl import Bridge, ImageMount, Machine  # noqa: E402
 BRIDGE_ADDRESS = "10.231.0.1"
 BRIDGE = Bridge("instbench0", BRIDGE_ADDRESS + "/16")
 API_KEY = "benchmark-key-not-secret"
+SSH_METER = os.path.join(ROOT, "benchmarks", "ssh_meter.py")
 
 
 def run(argv, **kwargs):
@@ -74,6 +81,8 @@ def hosts_running(workdir, lower, count, identity):
 def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
     """The cluster scenario's inventory, for these hosts; the first one builds."""
     variables = fixture_hosts.fixture_vars(identity, mirror_url, controller_wheels)
+    # Every ssh connection through the meter; it counts only when a run sets INSTINCT_SSH_METER_DIR.
+    variables["ansible_ssh_common_args"] += " -o 'ProxyCommand=%s %s %%h %%p'" % (sys.executable, SSH_METER)
     variables["vllm_service_instances"] = [
         {"name": "fixture", "model": "fixture-model", "port": 8000, "api_key": API_KEY}
     ]
@@ -95,6 +104,34 @@ def measured():
     yield figures
     figures["seconds"] = round(time.monotonic() - started, 1)
     figures["controller_cpu"] = round(children_cpu_seconds() - cpu_started, 1)
+
+
+def bridge_bytes():
+    """Bytes the controller sent to and received from the hosts on the bridge (frames between hosts excluded)."""
+    statistics = "/sys/class/net/%s/statistics/" % BRIDGE.name
+    with open(statistics + "rx_bytes") as rx, open(statistics + "tx_bytes") as tx:
+        return int(rx.read()) + int(tx.read())
+
+
+@contextlib.contextmanager
+def controller_traffic(workdir, run_name, env):
+    """Counts what crosses the controller during the block into the dict it yields: ssh_bytes (Ansible's ssh
+    connections, both ways, through ssh_meter), bridge_bytes (all the controller's traffic with the hosts)."""
+    meter_dir = os.path.join(workdir, "meter", run_name)
+    shutil.rmtree(meter_dir, ignore_errors=True)
+    os.makedirs(meter_dir)
+    env["INSTINCT_SSH_METER_DIR"] = meter_dir
+    figures = {}
+    bridge_started = bridge_bytes()
+    try:
+        yield figures
+    finally:
+        del env["INSTINCT_SSH_METER_DIR"]
+    # The meters rewrite their totals when idle; the control masters outlive ansible-playbook.
+    time.sleep(3 * ssh_meter.IDLE_SECONDS)
+    counted = ssh_meter.totals(meter_dir)
+    figures["ssh_bytes"] = counted["sent"] + counted["received"]
+    figures["bridge_bytes"] = bridge_bytes() - bridge_started
 
 
 def timed(argv, log_path, **kwargs):
@@ -145,14 +182,15 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
     result = {"tool": "ansible", "hosts": count, "forks": args.forks}
     with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, inventory, env):
         for phase in ("first", "rerun"):
-            figures, output = timed(
-                [ANSIBLE_PLAYBOOK, "-i", inventory, "site.yml"],
-                os.path.join(workdir, "logs", "%s-%s.log" % (name, phase)),
-                cwd=ROOT,
-                env=env,
-            )
+            with controller_traffic(workdir, "%s-%s" % (name, phase), env) as traffic:
+                figures, output = timed(
+                    [ANSIBLE_PLAYBOOK, "-i", inventory, "site.yml"],
+                    os.path.join(workdir, "logs", "%s-%s.log" % (name, phase)),
+                    cwd=ROOT,
+                    env=env,
+                )
             recap = recap_totals(output)
-            result[phase] = dict(figures, tasks=recap["ok"], changed=recap["changed"])
+            result[phase] = dict(figures, tasks=recap["ok"], changed=recap["changed"], **traffic)
             print("  %s %s: %s, %s" % (name, phase, figures, recap), flush=True)
         result["torch_builds"] = count_torch_builds(hosts, identity)
     return result
@@ -213,6 +251,22 @@ def table(results):
                 phase.get("changed", "-"),
             ]
         lines.append(header % (*row, result["torch_builds"]))
+    metered = [result for result in results if "ssh_bytes" in result["first"]]
+    if metered:
+        lines += ["", "what crossed the controller [MB]: Ansible's ssh (all the controller's traffic with the hosts)"]
+        lines.append("%-13s %5s %22s %22s" % ("tool", "hosts", "first", "rerun"))
+        for result in metered:
+            lines.append(
+                "%-13s %5d %22s %22s"
+                % (
+                    result["tool"],
+                    result["hosts"],
+                    *(
+                        "%.2f (%.2f)" % (phase["ssh_bytes"] / 1e6, phase["bridge_bytes"] / 1e6)
+                        for phase in (result["first"], result["rerun"])
+                    ),
+                )
+            )
     by_count = {}
     for result in results:
         by_count.setdefault(result["hosts"], {})[result["tool"]] = result

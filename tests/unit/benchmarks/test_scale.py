@@ -72,6 +72,10 @@ def test_inventory_puts_every_host_in_inference_and_the_first_in_build_hosts(tmp
     assert host_vars["ansible_host"] == "10.231.0.13"
     assert host_vars["rocm_repo_base_url"] == "http://10.231.0.1:8080"
     assert host_vars["pytorch_pip_args"][-2:] == ["--trusted-host", "10.231.0.1"]
+    # Ansible's ssh goes through the meter, which ssh starts with the host and port.
+    assert host_vars["ansible_ssh_common_args"].endswith(
+        " -o 'ProxyCommand=%s %s %%h %%p'" % (sys.executable, scale.SSH_METER)
+    )
 
 
 RESULTS = [
@@ -79,8 +83,15 @@ RESULTS = [
         "tool": "ansible",
         "hosts": 4,
         "forks": 20,
-        "first": {"seconds": 100.0, "controller_cpu": 60.0, "tasks": 400, "changed": 100},
-        "rerun": {"seconds": 40.0, "tasks": 380, "changed": 0},
+        "first": {
+            "seconds": 100.0,
+            "controller_cpu": 60.0,
+            "tasks": 400,
+            "changed": 100,
+            "ssh_bytes": 12_500_000,
+            "bridge_bytes": 30_000_000,
+        },
+        "rerun": {"seconds": 40.0, "tasks": 380, "changed": 0, "ssh_bytes": 2_000_000, "bridge_bytes": 2_100_000},
         "torch_builds": 1,
     },
     {
@@ -151,3 +162,11 @@ def test_stamp_lines_passes_every_line_on_and_stamps_the_log():
     assert sink.getvalue() == "one\ntwo\n"
     assert [molecule_phases.STAMP.sub("", line) for line in log.getvalue().splitlines()] == ["one", "two"]
     assert all(molecule_phases.STAMP.match(line) for line in log.getvalue().splitlines())
+
+
+def test_table_reports_what_crossed_the_controller():
+    lines = scale.table(RESULTS).splitlines()
+    heading = lines.index(next(line for line in lines if line.startswith("what crossed the controller")))
+    assert lines[heading + 2].split() == ["ansible", "4", "12.50", "(30.00)", "2.00", "(2.10)"]
+    # The script's rows have no meter: it is not listed.
+    assert not lines[heading + 3].startswith("shell")
