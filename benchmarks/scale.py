@@ -78,9 +78,9 @@ def hosts_running(workdir, lower, count, identity):
             host.stop()
 
 
-def write_inventory(path, hosts, identity, mirror_url, controller_wheels):
+def write_inventory(path, hosts, identity, mirror_url):
     """The cluster scenario's inventory, for these hosts; the first one builds."""
-    variables = fixture_hosts.fixture_vars(identity, mirror_url, controller_wheels)
+    variables = fixture_hosts.fixture_vars(identity, mirror_url)
     # Every ssh connection through the meter; it counts only when a run sets INSTINCT_SSH_METER_DIR.
     variables["ansible_ssh_common_args"] += " -o 'ProxyCommand=%s %s %%h %%p'" % (sys.executable, SSH_METER)
     variables["vllm_service_instances"] = [
@@ -166,7 +166,7 @@ def prepared_hosts(args, workdir, lower, identity, mirror_url, name, count):
     """Boots count fresh hosts and points them at the mirror (untimed); yields the hosts, inventory and env."""
     with hosts_running(workdir, lower, count, identity) as hosts:
         inventory = os.path.join(workdir, name + ".json")
-        write_inventory(inventory, hosts, identity, mirror_url, os.path.join(workdir, "controller-wheels", name))
+        write_inventory(inventory, hosts, identity, mirror_url)
         env = fixture_hosts.ansible_env(workdir, name, args.forks, args.profile)
         timed(
             fixture_hosts.prepare_argv(inventory),

@@ -108,7 +108,7 @@ class Phases:
         return "\n".join(lines)
 
 
-def write_inventory(directory, host, identity, mirror_url, controller_wheels, api_key):
+def write_inventory(directory, host, identity, mirror_url, api_key):
     """The inventory directory the rollout reads: hosts.json with the host and the fixture mirror's variables,
     and group_vars/all/vllm_service.json, mode 0600, the only file that holds the API key. Returns the directory."""
     import fixture_hosts
@@ -116,7 +116,7 @@ def write_inventory(directory, host, identity, mirror_url, controller_wheels, ap
     shutil.rmtree(directory, ignore_errors=True)
     secret_dir = os.path.join(directory, "group_vars", "all")
     os.makedirs(secret_dir, mode=0o700)
-    variables = fixture_hosts.fixture_vars(identity, mirror_url, controller_wheels)
+    variables = fixture_hosts.fixture_vars(identity, mirror_url)
     with open(os.path.join(directory, "hosts.json"), "w") as handle:
         json.dump(fixture_hosts.inventory([host], variables), handle, indent=2)
     # The service listens on the host's bridge address, where this machine sends the request.
@@ -380,7 +380,6 @@ def roll_out(workdir, phases, keep):
             machine,
             identity,
             served["guest_url"],
-            os.path.join(workdir, "controller-wheels", RUN),
             api_key,
         )
         env = fixture_hosts.ansible_env(workdir, RUN)

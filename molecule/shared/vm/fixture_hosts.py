@@ -77,9 +77,9 @@ def unserve_mirror(workdir):
     subprocess.run([sys.executable, vmctl, "unserve", "--workdir", workdir], capture_output=True, check=False)
 
 
-def fixture_vars(identity, mirror_url, controller_wheels):
+def fixture_vars(identity, mirror_url):
     """The variables every host needs to take the stack from the fixture mirror at mirror_url (the cluster
-    scenario's), reached over ssh with identity; the controller keeps its wheels in controller_wheels."""
+    scenario's), reached over ssh with identity."""
     refs = build_mirror.SOURCE_REFS
     return {
         "ansible_user": "ansible",
@@ -108,7 +108,6 @@ def fixture_vars(identity, mirror_url, controller_wheels):
         "triton_git_url": mirror_url + "/git/triton.git",
         "vllm_git_url": mirror_url + "/git/vllm.git",
         "vllm_version": refs["vllm"],
-        "vllm_controller_wheel_dir": controller_wheels,
     }
 
 
@@ -127,8 +126,8 @@ def inventory(hosts, variables, build_host=None):
 
 
 def ansible_env(workdir, run_name, forks=20, profile=False):
-    """Each run starts from an empty fact cache, controller wheel cache and ssh control socket directory."""
-    state = {part: os.path.join(workdir, part, run_name) for part in ("facts", "cp", "controller-wheels")}
+    """Each run starts from an empty fact cache and ssh control socket directory."""
+    state = {part: os.path.join(workdir, part, run_name) for part in ("facts", "cp")}
     for path in state.values():
         shutil.rmtree(path, ignore_errors=True)
     env = dict(

@@ -58,7 +58,7 @@ class FakeHost:
 
 def test_inventory_puts_every_host_in_inference_and_the_first_in_build_hosts(tmp_path):
     path = tmp_path / "inventory.json"
-    scale.write_inventory(str(path), [FakeHost(i) for i in (1, 2, 3)], "/key", "http://10.231.0.1:8080", "/wheels")
+    scale.write_inventory(str(path), [FakeHost(i) for i in (1, 2, 3)], "/key", "http://10.231.0.1:8080")
     listing = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(path), "--list"],
         capture_output=True,

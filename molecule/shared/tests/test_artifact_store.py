@@ -1,0 +1,70 @@
+"""The artifact store, in every scenario (verifier.additional_files_or_dirs in their molecule.yml): the build host
+serves its wheels and stack locks read-only over HTTP (instinct-stack-store.service, roles/vllm/tasks/store.yml),
+and each inference host pulled its stack from it, every file the one the lock names by sha256. No wheel went
+through the controller: benchmarks/scale.py counts the bytes that cross it (BENCHMARKS.md, "Scale").
+"""
+
+import json
+
+import pytest
+
+testinfra_hosts = ["inference_hosts"]
+
+UNIT = "instinct-stack-store.service"
+PORT = 8070
+STACK_ROOT = "/opt/instinct-stack"
+
+
+@pytest.fixture
+def builder(host):
+    """The build host: the first of build_hosts, else the first inference host (pytorch_build_host's default)."""
+    groups = host.ansible.get_variables()["groups"]
+    name = (groups.get("build_hosts") or groups["inference_hosts"])[0]
+    return host.get_host("ansible://" + name, ansible_inventory=host.backend.ansible_inventory)
+
+
+@pytest.fixture
+def store_url(builder):
+    return "http://%s:%d" % (builder.ansible.get_variables()["ansible_host"], PORT)
+
+
+def verified(host):
+    with host.sudo():
+        return json.loads(host.file(STACK_ROOT + "/current/.verified").content_string)
+
+
+def sha256(host, path):
+    with host.sudo():
+        return host.check_output("sha256sum %s", path).split()[0]
+
+
+def test_the_build_host_runs_the_store_as_a_sandboxed_unprivileged_service(builder):
+    store = builder.service(UNIT)
+    assert store.is_running and store.is_enabled
+    properties = builder.check_output(
+        "systemctl show -p DynamicUser -p ProtectSystem -p NoNewPrivileges -p MainPID %s", UNIT
+    ).splitlines()
+    settings = dict(line.split("=", 1) for line in properties)
+    assert (settings["DynamicUser"], settings["ProtectSystem"], settings["NoNewPrivileges"]) == ("yes", "strict", "yes")
+    # The server runs as the unit's dynamic user, never as root.
+    assert builder.check_output("ps -o user= -p %s", settings["MainPID"]) not in ("root", "")
+
+
+def test_the_host_pulled_its_built_wheels_as_the_lock_names_them(host):
+    stack = verified(host)
+    by_file = {entry["file"]: entry["sha256"] for entry in stack["lock"]["packages"].values()}
+    assert {wheel["component"] for wheel in stack["wheels"]} == {"pytorch", "torchvision", "triton", "vllm"}
+    for wheel in stack["wheels"]:
+        assert sha256(host, wheel["local"]) == by_file[wheel["path"].split("/")[-1]], wheel
+    assert sha256(host, stack["lock"]["file"]) == stack["lock"]["sha256"]
+
+
+def test_the_store_serves_the_stack_to_the_host_and_refuses_writes(host, store_url):
+    stack = verified(host)
+    lock = "%s/locks/%s/stack-lock.txt" % (store_url, stack["key"])
+    served = host.check_output("curl -sf %s | sha256sum", lock).split()[0]
+    assert served == stack["lock"]["sha256"]
+    # Read-only: Python's server answers GET and HEAD, and 501 to anything that would write.
+    for method in ("PUT", "POST", "DELETE"):
+        status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -X %s %s", method, lock)
+        assert status == "501", (method, status)
