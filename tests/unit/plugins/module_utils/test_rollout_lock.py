@@ -234,11 +234,13 @@ def test_process_start_of_real_processes():
         time.sleep(1.5)
         me = rollout_lock.controller_identity(child.pid, "deploy1", "ops", "site.yml")
         assert me["pid_start"] == rollout_lock.process_start(child.pid) >= rollout_lock.process_start(os.getpid())
-        # The start time agrees with what ps reads (elapsed seconds), to the second.
+        # The start time agrees with what ps reads (elapsed seconds). Three roundings down, each under a second: the
+        # kernel's boot time (btime), the record's whole seconds and ps's; plus ps's own run on a loaded machine.
         ps = shutil.which("ps")
+        asked = time.time()
         elapsed = int(subprocess.check_output([ps, "-o", "etimes=", "-p", str(child.pid)]))
         started = calendar.timegm(time.strptime(me["started"], "%Y-%m-%dT%H:%M:%SZ"))
-        assert abs(time.time() - started - elapsed) <= 2
+        assert -1 <= asked - started - elapsed <= 3.5
     finally:
         child.kill()
         child.wait()
