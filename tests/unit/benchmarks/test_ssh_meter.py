@@ -20,7 +20,7 @@ def echo_server(reply_prefix):
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve():
-        connection, _ = server.accept()
+        connection, _address = server.accept()
         with connection:
             while True:
                 data = connection.recv(65536)
@@ -61,7 +61,12 @@ def test_without_a_meter_directory_it_relays_and_writes_nothing(tmp_path, monkey
     monkeypatch.delenv("INSTINCT_SSH_METER_DIR", raising=False)
     port = echo_server(b"")
     proc = subprocess.run(  # noqa: S603
-        [sys.executable, METER, "127.0.0.1", str(port)], input=b"hello", capture_output=True, cwd=tmp_path, timeout=30
+        [sys.executable, METER, "127.0.0.1", str(port)],
+        input=b"hello",
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=30,
+        check=False,
     )
     assert proc.returncode == 0 and proc.stdout == b"hello"
     assert os.listdir(tmp_path) == []

@@ -51,9 +51,7 @@ class FakeHost:
 
 
 def write(tmp_path, key="k3y-" + "x" * 20):
-    directory = demo.write_inventory(
-        str(tmp_path / "inventory"), FakeHost(), "/work/id", "http://10.236.0.1:8080", key
-    )
+    directory = demo.write_inventory(str(tmp_path / "inventory"), FakeHost(), "/work/id", "http://10.236.0.1:8080", key)
     return directory, key
 
 
