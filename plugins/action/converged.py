@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import os
 
+from ansible.errors import AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible.release import __version__ as ansible_version
 
@@ -56,20 +57,27 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("state", "path", "fingerprint"))
 
     def resolved_inputs(self, task_vars, names):
-        """The host's variables named in names, templated as the roles would see them, as plain JSON types. One that
-        cannot be resolved yet (it needs a fact this run has not gathered) counts by its text; one whose text cannot be
-        read either (a vaulted value without the vault's password) raises InputError."""
-        resolved = {}
+        """(inputs, doubts): the host's variables named in names, templated as the roles would see them, as plain
+        JSON types. One that names a variable not defined yet (a fact this run has not gathered) counts by its text.
+        One that fails otherwise (a lookup that cannot read its file, a filter error) counts by its text too, and is
+        a doubt: the host is not converged. One whose text cannot be read either (a vaulted value without the
+        vault's password) raises InputError."""
+        resolved, doubts = {}, []
         for name in names:
             value = task_vars[name]
             try:
                 resolved[name] = canonical(self._templar.template(value))
             except Exception as exc:  # noqa: BLE001 - any templating error: the unresolved text counts
+                if not isinstance(exc, AnsibleUndefinedVariable):
+                    # The error's type only: its message may quote the template, and so a secret in it.
+                    doubts.append(
+                        "the role input %s cannot be resolved before the roles run (%s)" % (name, type(exc).__name__)
+                    )
                 try:
                     resolved[name] = {"unresolved": canonical(value), "error": type(exc).__name__}
                 except Exception as again:  # noqa: BLE001
                     raise InputError("the role input %s cannot be read: %s" % (name, again)) from None
-        return resolved
+        return resolved, doubts
 
     def fingerprint(self, task_vars, inputs):
         groups = task_vars.get("groups") or {}
@@ -106,7 +114,7 @@ class ActionModule(ActionBase):
         # variables of the watch list are read.
         names = [name for name in WATCH_INPUTS if name in task_vars] if given else role_inputs(task_vars)
         try:
-            inputs = self.resolved_inputs(task_vars, names)
+            inputs, doubts = self.resolved_inputs(task_vars, names)
         except InputError as exc:
             result.update(failed=True, msg="%s: %s" % (task_vars.get("inventory_hostname", "this host"), exc))
             return result
@@ -120,4 +128,8 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["fingerprint"] = fingerprint
+        if state == "check" and doubts and not result.get("failed"):
+            result.update(converged=False, reasons=doubts + list(result.get("reasons") or []))
+            result.pop("summary", None)
+            result.pop("stack", None)
         return result

@@ -117,6 +117,27 @@ def test_an_input_that_cannot_be_resolved_yet_counts_by_its_text():
     assert Harness(host_vars(rocm_extra=other)).run()["fingerprint"] != first["fingerprint"]
 
 
+def test_an_input_that_fails_otherwise_is_a_doubt(tmp_path):
+    """A lookup that cannot read its file, say: the roles might resolve it, the check cannot, so it is no match."""
+
+    class Harness2(Harness):
+        def execute_module(self, module_name, module_args, task_vars):
+            self.calls.append((module_name, module_args))
+            return {"changed": False, "converged": True, "reasons": [], "summary": {}, "stack": {"key": "A"}}
+
+    missing = trust_as_template("{{ lookup('ansible.builtin.file', '%s') }}" % (tmp_path / "absent"))
+    result = Harness2(host_vars(vllm_service_api_key=missing)).run()
+    assert result["converged"] is False and not result.get("failed")
+    assert len(result["reasons"]) == 1
+    assert result["reasons"][0].startswith(
+        "the role input vllm_service_api_key cannot be resolved before the roles run ("
+    )
+    assert "summary" not in result and "stack" not in result and str(tmp_path) not in result["reasons"][0]
+    # Not defined yet is no doubt: the module's answer stands.
+    later = trust_as_template("{{ ansible_facts['kernel'] }}")
+    assert Harness2(host_vars(rocm_kernel=later)).run()["converged"] is True
+
+
 def test_an_input_that_cannot_be_read_fails_the_task():
     class Sealed:
         def __str__(self):
