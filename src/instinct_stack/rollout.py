@@ -11,13 +11,19 @@ from instinct_stack.progress import Progress
 _STACK_RECORD_TASK = "Read the installed stack's verification record"
 _GFX_ACTION = "instinct.stack.gfx_arch"
 _DRIVER_ACTION = "instinct.stack.amdgpu_driver"
+# site.yml's converged fast path: a host it leaves alone runs no role, so its check carries what the report shows.
+_CONVERGED_ACTION = "instinct.stack.converged"
 
 
 _HOST_EVENTS = "[?event_data.host == '{host}' && starts_with(event, 'runner_on_')]"
 
 
 def build_report(events, rc, check=False):
-    """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals."""
+    """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals.
+
+    A host the converged fast path left alone (site.yml) ran no role: its gfx arch and pending reboot come from the
+    record of the last whole rollout, and its stack from the current stack's record, as the check returned them.
+    """
     hosts = sorted(
         {
             e["event_data"]["host"]
@@ -36,6 +42,7 @@ def build_report(events, rc, check=False):
             "changed_tasks": [],
             "failures": [],
             "unreachable": False,
+            "converged": False,
         }
         for event in mine:
             data, kind = event["event_data"], event["event"]
@@ -54,6 +61,15 @@ def build_report(events, rc, check=False):
                         "load_failed": result.get("load_failed", False),
                         "reason": result.get("reason", ""),
                     }
+                if data.get("task_action") == _CONVERGED_ACTION and result.get("converged") and "summary" in result:
+                    summary = result["summary"] or {}
+                    entry.update(
+                        converged=True,
+                        gfx_arch=summary.get("gfx_arch"),
+                        pytorch_rocm_arch=summary.get("pytorch_rocm_arch"),
+                        reboot=summary.get("reboot"),
+                        stack=result.get("stack"),
+                    )
                 if data.get("task") == _STACK_RECORD_TASK and result.get("content"):
                     entry["stack"] = json.loads(base64.b64decode(result["content"]))
                 if result.get("changed"):
@@ -133,6 +149,8 @@ def summary_table(report, stream):
         state = "UNREACHABLE" if entry["unreachable"] else "FAILED" if entry["failures"] else "ok"
         stack = entry["stack"] or {}
         notes = ["%s: %s" % (failure["task"], failure["msg"]) for failure in entry["failures"]]
+        if entry.get("converged"):
+            notes.append("converged: nothing to do")
         if (entry.get("reboot") or {}).get("pending"):
             notes.append("reboot pending: %s" % entry["reboot"]["reason"])
         table.add_row(

@@ -126,6 +126,54 @@ def test_report_shows_the_last_driver_check_per_host():
     assert build_report(EVENTS[:2], rc=0)["hosts"]["gpu1"]["reboot"] is None
 
 
+def test_a_converged_host_is_reported_from_its_check():
+    """A host site.yml's fast path left alone ran no role: the check carries its record's summary and its stack."""
+    summary = {
+        "gfx_arch": ["gfx942"],
+        "pytorch_rocm_arch": "gfx942",
+        "reboot": {"pending": True, "load_failed": False, "reason": "amdgpu-dkms 6.14 is installed: reboot"},
+    }
+    stack = {"key": "0123456789abcdef", "torch": "2.9.0a0+rocm7.0.2", "hip": "7.0.2-56", "vllm": "0.11.0"}
+    events = [
+        event("runner_on_ok", "gpu1", "Take the rollout lock", action="instinct.stack.rollout_lock"),
+        event(
+            "runner_on_ok",
+            "gpu1",
+            "Check whether the host is as the last whole rollout left it",
+            action="instinct.stack.converged",
+            res={"changed": False, "converged": True, "reasons": [], "summary": summary, "stack": stack},
+        ),
+        event(
+            "runner_on_ok",
+            "gpu2",
+            "Check whether the host is as the last whole rollout left it",
+            action="instinct.stack.converged",
+            res={"changed": False, "converged": False, "reasons": ["no record"]},
+        ),
+        # The record after a whole rollout says converged too, without a summary: not a skipped host.
+        event(
+            "runner_on_ok",
+            "gpu2",
+            "Record the hosts that ran the whole rollout, for the next run's check",
+            action="instinct.stack.converged",
+            res={"changed": True, "converged": True, "reasons": ["no record"]},
+        ),
+    ]
+    report = build_report(events, rc=0)
+    gpu1, gpu2 = report["hosts"]["gpu1"], report["hosts"]["gpu2"]
+    assert gpu1["converged"] is True and gpu1["changed"] == 0
+    assert gpu1["gfx_arch"] == ["gfx942"] and gpu1["pytorch_rocm_arch"] == "gfx942"
+    assert gpu1["reboot"] == summary["reboot"] and gpu1["stack"] == stack
+    assert gpu2["converged"] is False and gpu2["gfx_arch"] is None and gpu2["stack"] is None
+    from instinct_stack.rollout import summary_table
+
+    stream = io.StringIO()
+    summary_table(report, stream)
+    row = [line for line in stream.getvalue().splitlines() if "gpu1" in line][0]
+    assert "gfx942" in row and "2.9.0a0+rocm7.0.2 / 0.11.0" in row and "converged: nothing to do" in stream.getvalue()
+    assert "reboot pending: amdgpu-dkms 6.14 is installed: reboot" in stream.getvalue()
+
+
 def test_status_rows_from_events():
     from instinct_stack.status import format_status, hosts_from_events
 

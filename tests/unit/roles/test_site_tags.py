@@ -6,6 +6,8 @@ each tag selects all of its roles' tasks and nothing else, besides Ansible's own
 (which Ansible tags `always`; it reads no host). The build roles are the one documented exception: triton and vllm
 build against the pytorch and triton roles' results, so their tags run those roles too. The rollout lock's plays,
 the first (take it on every host) and the last (give it back), are tagged always: every tagged run holds the lock.
+So is site.yml's second play, the converged fast path's check, and the record before the lock's give-back: their
+tasks run (skipped) under every tag, and only a whole run checks and records.
 """
 
 import base64
@@ -61,6 +63,14 @@ TAKE_LOCK = [
     "Stop the run on the other hosts",
 ]
 GIVE_BACK_LOCK = ["Give back the rollout lock"]
+# site.yml's second play (the converged fast path) and the record before the give-back, tagged always too.
+FAST_PATH = [
+    "Check whether the host is as the last whole rollout left it",
+    "Put the converged hosts in the group instinct_converged",
+    "Keep the build host where it would be with every host in the run",
+    "Name the converged hosts, which this run leaves alone",
+]
+RECORD = ["Record the hosts that ran the whole rollout, for the next run's check"]
 TASK_LINE = re.compile(r"^ {6}(?:instinct\.stack\.(?P<role>\w+) : )?(?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$")
 
 
@@ -125,33 +135,44 @@ def listed_tasks(output):
 @pytest.fixture(scope="module")
 def every_task(ansible):
     tasks = listed_tasks(ansible("--list-tasks"))
-    # The lock plays' tasks belong to no role.
+    # The lock's and the fast path's tasks belong to no role.
     assert {role for _play, role, _name, _tags in tasks} == set(ROLES) | {None}
     return tasks
 
 
 def own(tasks):
-    """The roles' own tasks: neither Ansible's argument validation nor the lock plays' tasks."""
+    """The roles' own tasks: neither Ansible's argument validation nor the lock's and fast path's plays' tasks."""
     return [task for task in tasks if not task[2].startswith(VALIDATION) and task[1] is not None]
 
 
 def lock_tasks(tasks):
-    """(play, name) of the lock plays' tasks, and whether every one is tagged always."""
+    """(play, name) of the lock's and the fast path's plays' tasks, and whether every one is tagged always."""
     lock = [task for task in tasks if task[1] is None]
     return [(play, name) for play, _role, name, _tags in lock], all(tags == {"always"} for *_rest, tags in lock)
 
 
 def expected_lock_tasks(last_play):
+    """rollback.yml's: the lock alone."""
     return [(1, name) for name in TAKE_LOCK] + [(last_play, name) for name in GIVE_BACK_LOCK]
+
+
+def expected_site_tasks():
+    """site.yml's: the lock, the fast path's check (play 2), the record and the lock's give-back (the last play)."""
+    last = len(PLAYS) + 3
+    return (
+        [(1, name) for name in TAKE_LOCK]
+        + [(2, name) for name in FAST_PATH]
+        + [(last, name) for name in RECORD + GIVE_BACK_LOCK]
+    )
 
 
 def test_list_tags_shows_every_play_and_role_tag(ansible):
     output = ansible("--list-tags")
     plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert plays == ["always", *PLAYS, "always"]
+    assert plays == ["always", "always", *PLAYS, "always"]
     task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
     expected = [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
-    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, *expected, {"always"}]
+    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, {"always"}, *expected, {"always"}]
 
 
 @pytest.mark.parametrize("tag", list(SELECTS))
@@ -159,8 +180,9 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
     selected = listed_tasks(ansible("--list-tasks", "--tags", tag))
     expected = [task for task in own(every_task) if task[1] in SELECTS[tag]]
     assert [task[:3] for task in own(selected)] == [task[:3] for task in expected]
-    # The rollout lock is taken first and given back last under every tag.
-    assert lock_tasks(selected) == (expected_lock_tasks(len(PLAYS) + 2), True)
+    # The rollout lock is taken first and given back last under every tag; the fast path's tasks are listed (a
+    # tagged run skips them: they check and record a whole run only).
+    assert lock_tasks(selected) == (expected_site_tasks(), True)
     # Besides them only Ansible's validation of each role's arguments, tagged always by Ansible itself.
     assert {task[1] for task in selected if task[2].startswith(VALIDATION)} <= set(ROLES)
     assert all("always" in task[3] for task in selected if task[2].startswith(VALIDATION))
@@ -168,16 +190,16 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
 
 def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
     selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
-    assert {play for play, _role, _name, _tags in selected} == {4}  # the serve play, after the lock's
+    assert {play for play, _role, _name, _tags in selected} == {5}  # the serve play, after the lock's and the check's
     names = [name for _play, _role, name, _tags in selected]
     facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
     assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs
 
 
-def test_only_the_rollout_lock_is_tagged_always(every_task):
-    # Besides Ansible's own argument validation, the lock plays' tasks are the only ones every tag runs.
+def test_only_the_rollout_lock_and_the_fast_path_are_tagged_always(every_task):
+    # Besides Ansible's own argument validation, the lock's and the fast path's tasks are the only ones every tag runs.
     assert [task for task in own(every_task) if "always" in task[3]] == []
-    assert lock_tasks(every_task) == (expected_lock_tasks(len(PLAYS) + 2), True)
+    assert lock_tasks(every_task) == (expected_site_tasks(), True)
     shared = yaml.safe_load((ROOT / "playbooks" / "tasks" / "rollout_lock.yml").read_text())
     assert [task["name"] for task in shared[:1] + shared[1]["block"]] == TAKE_LOCK
 
