@@ -24,7 +24,8 @@ except ImportError:  # ansible-core 2.18 templates any string
         return value
 
 
-ROOT = Path(__file__).resolve().parents[4]
+# The root of the collection the plugin was loaded from: this checkout, or the copy the compat matrix tests.
+ROOT = Path(action.__file__).resolve().parents[2]
 SECRET = "action-canary-key-0b9e"  # noqa: S105 - a test value, searched for
 
 
@@ -192,6 +193,7 @@ def test_an_unknown_argument_is_refused():
 
 def test_the_tree_digest_is_computed_once_per_process(monkeypatch):
     assert Path(action.COLLECTION_ROOT).resolve() == ROOT
+    assert (ROOT / "roles").is_dir() and (ROOT / "playbooks" / "site.yml").is_file()
     assert action.collection_digest() == converged.tree_digest(str(ROOT))
     calls = []
     monkeypatch.setattr(action, "_TREE_DIGESTS", {})
