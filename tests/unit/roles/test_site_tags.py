@@ -296,3 +296,13 @@ def test_the_defaults_take_the_rocm_roles_facts_else_the_found_ones(ansible):
     )
     output = ansible(playbook=playbook)
     assert "failed=0" in output
+
+
+def test_the_fast_path_knows_every_tag_of_site_yml():
+    # A run that skips any of them is not whole, so the converged fast path neither checks nor records it.
+    plays = yaml.safe_load((ROOT / "playbooks/site.yml").read_text())
+    (check_play,) = [
+        play for play in plays if play["name"] == "Leave out the hosts the last whole rollout left converged"
+    ]
+    listed = set(check_play["vars"]["instinct_converged_site_tags"])
+    assert listed == {"always", *PLAYS, *SELECTS}
