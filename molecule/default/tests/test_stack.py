@@ -108,8 +108,9 @@ def test_torch_built_by_cmake_and_ninja_from_the_build_venv(host, builder):
 
 
 def test_stack_venv_holds_torchs_runtime_closure(host):
-    # This TCG guest proves vLLM's closure with pip --dry-run (vllm_runtime_closure: dry-run): only the vllm wheel's
-    # own requirements may be missing; torch's, torchvision's and triton's are installed.
+    # This TCG guest installs only what its builds and imports need (vllm_runtime_closure: dry-run; the lock stands
+    # for the closure): only the vllm wheel's own requirements may be missing; torch's, torchvision's and triton's
+    # are installed.
     verified = json.loads(host.file(host.file(STACK_ROOT + "/current").linked_to + "/.verified").content_string)
     assert verified["closure"] == "dry-run" and verified["lock"]["sha256"]
     check = host.run(STACK_ROOT + "/current/venv/bin/pip check")
