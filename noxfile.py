@@ -77,8 +77,8 @@ def compat(session, core):
     # The collection's plugins as each release loads them; the CLI's tests run once, on the pinned release. The unit
     # stage (scripts/test.sh) already runs these on the pinned release itself, so a session that resolved to it
     # does not run them a second time.
-    installed = session.run(
-        "python", "-c", "import ansible.release; print(ansible.release.__version__)", silent=True
+    installed = (
+        session.run("python", "-c", "import ansible.release; print(ansible.release.__version__)", silent=True) or ""
     ).strip()
     if installed == pinned_core():
         session.log("ansible-core %s is the pinned release: the unit stage runs the plugins' tests on it" % installed)
