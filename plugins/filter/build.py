@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, instinct.stack contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the roles use: MAX_JOBS, build keys, a validated PYTORCH_ROCM_ARCH, validated vLLM instances, mirror URLs,
-and the files the source builds would download."""
+"""Filters the roles use: MAX_JOBS, build keys, the build farm's assignment, a validated PYTORCH_ROCM_ARCH,
+validated vLLM instances, mirror URLs, and the files the source builds would download."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,6 +16,7 @@ from ansible_collections.instinct.stack.plugins.module_utils.build_downloads imp
     aotriton,
     triton_llvm,
 )
+from ansible_collections.instinct.stack.plugins.module_utils.build_farm import BuildFarmError, assign, waves
 from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs
 from ansible_collections.instinct.stack.plugins.module_utils.gfx_targets import UnknownArchError, pytorch_rocm_arch
 from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import (
@@ -64,6 +65,17 @@ def _aotriton_downloads(cmake_text, hip_version, archs):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def _build_farm(arch_lists, build_hosts, pinned=None, default_host=None, inventory_hosts=None):
+    try:
+        return assign(arch_lists, build_hosts, pinned, default_host, inventory_hosts)
+    except BuildFarmError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _build_waves(assignment, build_hosts=None):
+    return waves(assignment, build_hosts)
+
+
 def _mirror_file_url(url, base):
     try:
         return mirror_file_url(url, base)
@@ -84,4 +96,6 @@ class FilterModule(object):
             "mirror_file_url": _mirror_file_url,
             "triton_llvm": _triton_llvm,
             "aotriton_downloads": _aotriton_downloads,
+            "build_farm": _build_farm,
+            "build_waves": _build_waves,
         }

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import time
 
+from ansible_collections.instinct.stack.plugins.module_utils.build_farm import ccache_stats
 from ansible_collections.instinct.stack.plugins.module_utils.build_progress import step_header
 
 BUILD_INFO = "build-info.json"
@@ -115,11 +116,22 @@ def _tail(path, lines):
 
 
 def build(
-    name, src, key, cache_dir, staging_dir, steps, environment=None, dist_dir="dist", log_tail_lines=40, metadata=None
+    name,
+    src,
+    key,
+    cache_dir,
+    staging_dir,
+    steps,
+    environment=None,
+    dist_dir="dist",
+    log_tail_lines=40,
+    metadata=None,
+    ccache=False,
 ):
     """Run steps (each {"name", "argv"}) in a staging copy of src; publish its wheels as cache_dir/key.
 
     Returns the build-info dict (with "wheels" as absolute paths). Raises BuildError on a failed step.
+    With ccache, the build-info records the build's ccache hits and misses (see _ccache).
     """
     published = cached_build(cache_dir, key)
     if published:
@@ -135,11 +147,28 @@ def build(
             published["reused"] = True
             return published
         return _build_locked(
-            name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata
+            name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata, ccache
         )
 
 
-def _build_locked(name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata):
+def _ccache(argument, env):
+    """Run `ccache ARGUMENT` in the build's environment (its CCACHE_DIR); its output, or None when it cannot run.
+
+    The statistics are the cache directory's, not the process's: they are this build's because the lock above lets
+    one build at a time run per staging directory, and the roles give each build host one ccache directory.
+    """
+    try:
+        # From the build's PATH, the one its compiler launcher (CMAKE_*_COMPILER_LAUNCHER=ccache) finds.
+        return subprocess.check_output(["ccache", argument], env=env, stderr=subprocess.STDOUT).decode(  # noqa: S607
+            "utf-8", "replace"
+        )
+    except (IOError, OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _build_locked(
+    name, src, key, cache_dir, staging_dir, steps, environment, dist_dir, log_tail_lines, metadata, ccache=False
+):
     work = os.path.join(staging_dir, "%s-%s" % (name, key))
     tree = os.path.join(work, "src")
     log_path = os.path.join(work, "build.log")
@@ -150,6 +179,8 @@ def _build_locked(name, src, key, cache_dir, staging_dir, steps, environment, di
         if os.path.exists(work):
             shutil.rmtree(work)
         os.makedirs(work)
+        if ccache:
+            _ccache("--zero-stats", env)
         _run_steps(name, src, tree, log_path, steps, env, staging_dir, log_tail_lines)
     except (IOError, OSError) as exc:
         # Writing the staging copy or the build log failed, most often for lack of space.
@@ -167,6 +198,9 @@ def _build_locked(name, src, key, cache_dir, staging_dir, steps, environment, di
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "metadata": metadata or {},
     }
+    if ccache:
+        # None when ccache could not report (not installed, older than 4.0 without --print-stats).
+        info["ccache"] = ccache_stats(_ccache("--print-stats", env))
     try:
         _publish(cache_dir, key, wheels, log_path, info)
     except (IOError, OSError) as exc:

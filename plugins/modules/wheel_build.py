@@ -83,6 +83,15 @@ options:
     description: Facts recorded in C(build-info.json) (refs, arch list, flags).
     type: dict
     default: {}
+  ccache:
+    description:
+      - The build compiles through ccache (its C(CCACHE_DIR) from O(environment)): zero ccache's statistics before
+        the steps and record the build's hits, misses and hit rate (hits / (hits + misses)) from
+        C(ccache --print-stats) (ccache 4 or newer) as C(ccache) in C(build-info.json), null when ccache cannot
+        report. Without it C(build-info.json) has no C(ccache).
+    type: bool
+    default: false
+    version_added: "0.3.0"
 attributes:
   check_mode:
     description: Reports whether the key would be built, without building.
@@ -165,6 +174,7 @@ def main():
             dist_dir=dict(type="str", default="dist"),
             log_tail_lines=dict(type="int", default=40),
             metadata=dict(type="dict", default={}),
+            ccache=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -186,6 +196,7 @@ def main():
             dist_dir=p["dist_dir"],
             log_tail_lines=p["log_tail_lines"],
             metadata=p["metadata"],
+            ccache=p["ccache"],
         )
     except BuildError as exc:
         module.fail_json(msg=str(exc), key=p["key"], failed_step=exc.step, log=exc.log_path)

@@ -45,3 +45,13 @@ def test_build_download_filters_fail_as_filter_errors():
     with pytest.raises(AnsibleFilterError, match="not a file URL"):
         FILTERS["mirror_file_url"]("git@github.com:x/y", "http://mirror/")
     assert FILTERS["mirror_file_url"]("https://h/p/f.tar.gz", "http://mirror/") == "http://mirror/files/h/p/f.tar.gz"
+
+
+def test_build_farm_errors_are_filter_errors():
+    assert FILTERS["build_farm"](["gfx90a", "gfx942"], ["b1", "b2"], {}, "b1", ["b1", "b2"]) == {
+        "gfx90a": "b1",
+        "gfx942": "b2",
+    }
+    with pytest.raises(AnsibleFilterError, match="add it to build_hosts"):
+        FILTERS["build_farm"](["gfx942"], ["b1", "b2"], {"b3": ["gfx942"]}, "b1")
+    assert FILTERS["build_waves"]({"gfx90a": "b1", "gfx942": "b2"}, ["b1", "b2"]) == [["gfx90a", "gfx942"]]

@@ -154,3 +154,41 @@ def test_a_second_build_of_a_key_waits_for_the_first_and_reuses_its_wheels(sourc
     second.join(30)
     assert results["second"].get("reused") is True and "reused" not in results["first"]
     assert results["second"]["wheels"] == results["first"]["wheels"]
+
+
+FAKE_CCACHE = """#!/bin/sh
+# Stands in for ccache: --zero-stats is logged, --print-stats prints the real output of ccache 4.7.5 (Debian 12).
+echo "$1 CCACHE_DIR=$CCACHE_DIR" >> "$FAKE_CCACHE_LOG"
+[ "$1" = --print-stats ] && cat "$FAKE_CCACHE_STATS"
+exit 0
+"""
+
+
+def test_a_ccache_build_records_its_hits_and_misses(source, tmp_path, monkeypatch):
+    fixture = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "ccache")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ccache").write_text(FAKE_CCACHE)
+    (bin_dir / "ccache").chmod(0o755)
+    log = tmp_path / "ccache.log"
+    monkeypatch.setenv("FAKE_CCACHE_LOG", str(log))
+    monkeypatch.setenv("FAKE_CCACHE_STATS", os.path.join(fixture, "print-stats-4.7.5-mixed.txt"))
+    env = {"PATH": "%s:%s" % (bin_dir, os.environ["PATH"]), "CCACHE_DIR": str(tmp_path / "cc")}
+    cache, staging = tmp_path / "cache", tmp_path / "staging"
+    monkeypatch.setenv("PATH", env["PATH"])
+    info = build("probe", str(source), "k9", str(cache), str(staging), steps(), environment=env, ccache=True)
+    assert info["ccache"] == {"hits": 1, "misses": 2, "hit_rate": 0.3333}
+    assert json.loads((cache / "k9" / "build-info.json").read_text())["ccache"] == info["ccache"]
+    # Zeroed before the steps and read after them, in the build's cache directory.
+    assert log.read_text().splitlines() == [
+        "--zero-stats CCACHE_DIR=%s" % env["CCACHE_DIR"],
+        "--print-stats CCACHE_DIR=%s" % env["CCACHE_DIR"],
+    ]
+
+
+def test_a_build_without_ccache_records_none_and_a_missing_ccache_records_null(source, tmp_path, monkeypatch):
+    cache, staging = tmp_path / "cache", tmp_path / "staging"
+    assert "ccache" not in build("probe", str(source), "k10", str(cache), str(staging), steps())
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere") + ":" + os.path.dirname(sys.executable))
+    info = build("probe", str(source), "k11", str(cache), str(staging), steps(), ccache=True)
+    assert info["ccache"] is None
