@@ -54,9 +54,10 @@ ROCMINFO_FIXTURE = os.path.join(REPO, "tests", "fixtures", "rocminfo", "mi300x-8
 SUITES = ("jammy", "noble")
 # (ROCm release, its amdgpu driver release, KFD module version the driver reports)
 RELEASES = (("7.0.2", "30.10.2", "6.14.14"),)
-# Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12).
+# Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12, and ccache:
+# the pytorch role compiles through it by default, pytorch_ccache).
 DEBIAN_SUITE = "bookworm"
-DEBIAN_PACKAGES = ("gcc-11", "g++-11")
+DEBIAN_PACKAGES = ("gcc-11", "g++-11", "ccache")
 # The Debian clang that stands in for ROCm's (rocm-llvm); the guest image carries it.
 CLANG_PACKAGE = "clang-16"
 SOURCES = os.path.join(HERE, "sources")
