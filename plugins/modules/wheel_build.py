@@ -85,8 +85,8 @@ options:
     default: {}
   ccache:
     description:
-      - The build compiles through ccache (its C(CCACHE_DIR) from O(environment)): zero ccache's statistics before
-        the steps and record the build's hits, misses and hit rate (hits / (hits + misses)) from
+      - The build compiles through ccache (its C(CCACHE_DIR) from O(environment)). Zeroes ccache's statistics
+        before the steps and records the build's hits, misses and hit rate (hits / (hits + misses)) from
         C(ccache --print-stats) (ccache 4 or newer) as C(ccache) in C(build-info.json), null when ccache cannot
         report. Without it C(build-info.json) has no C(ccache).
     type: bool
