@@ -5,28 +5,48 @@
 # beside an nspawn build host. Ends with each stage's time and the total.
 # INSTINCT_TEST_STAGES limits the stages (space separated), e.g. "lint unit"; "molecule:cluster"
 # runs one scenario.
+#
+# Two lanes run at once, each stage after the one before it in its lane: the qemu scenario (default) and then
+# the checks (lint, sanity, unit) in one, the nspawn scenarios in the other. Neither kind keeps both cores busy
+# (a TCG guest and an Ansible controller wait on each other, as do an Ansible controller and its nspawn machines;
+# BENCHMARKS.md, "The test command in two lanes"), so the lanes share the machine's two cores instead of one stage
+# leaving a core idle. The scenarios share nothing but the guest image and the fixture mirror, which setup builds
+# before the lanes start. Each lane's output goes to build/lane-NAME.log and is printed whole at the end; a line
+# per stage says when it ends. INSTINCT_TEST_LANES=1 runs every stage in one lane, one after another (each
+# stage's own time, with nothing beside it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 started=$SECONDS
-setup_start=$SECONDS
-scripts/setup.sh || exit 1
-export PATH="$PWD/.venv/bin:$PATH"
-
 stages=${INSTINCT_TEST_STAGES:-lint sanity unit molecule}
-passed=0 failed=0 failures=()
-timings=("$(printf '%-24s %-6s %6d s' setup ok $((SECONDS - setup_start)))")
+# setup runs whatever the selection.
+selected() { [[ $1 == setup || " $stages " == *" ${1%%:*} "* || " $stages " == *" $1 "* ]]; }
+mkdir -p build
+results=build/test-results
+rm -f "$results" build/lane-*.log
+exec 3>&1  # the terminal: each stage's end is said there while the lanes write their logs
+
+# One stage: its output to the lane's log, its result and time to $results (one short line, appended).
 stage() {
   local name=$1; shift
-  [[ " $stages " == *" ${name%%:*} "* || " $stages " == *" $name "* ]] || return 0
+  selected "$name" || return 0
   echo "=== $name: $*"
   local start=$SECONDS result
-  if "$@"; then
-    passed=$((passed + 1)); result=passed
-  else
-    failed=$((failed + 1)); failures+=("$name"); result=FAILED
-  fi
+  if "$@"; then result=ok; else result=FAILED; fi
   echo "=== $name $result ($((SECONDS - start)) s)"
-  timings+=("$(printf '%-24s %-6s %6d s' "$name" "${result/passed/ok}" $((SECONDS - start)))")
+  # Said on the terminal too when the stage runs in a lane, whose output goes to its log.
+  [[ /proc/$BASHPID/fd/1 -ef /proc/$BASHPID/fd/3 ]] || echo "=== $name $result ($((SECONDS - start)) s, at $((SECONDS - started)) s)" >&3
+  printf '%-24s %-6s %6d s\n' "$name" "$result" $((SECONDS - start)) >>"$results"
+}
+
+setup() {
+  scripts/setup.sh || return 1
+  export PATH="$PWD/.venv/bin:$PATH"
+  # The guest image and the fixture mirror, which every scenario's create playbook would otherwise build at once
+  # (each is cached, keyed by its recipe; a second run finds them).
+  if selected molecule; then
+    local image
+    image=$(molecule/shared/vm/build-image.sh) && python molecule/shared/mirror/build_mirror.py "$image" >/dev/null
+  fi
 }
 
 sanity() {
@@ -37,7 +57,6 @@ sanity() {
 
 molecule_scenario() {
   local scenario=$1 rc=0 log=build/molecule-$1.log
-  mkdir -p build
   molecule test -s "$scenario" 2>&1 | python benchmarks/molecule_phases.py --stamp "$log"
   ((PIPESTATUS[0] == 0)) || rc=1
   # The scenarios give their services a canary API key: it must never reach Ansible's output.
@@ -49,28 +68,63 @@ molecule_scenario() {
   return $rc
 }
 
-stage "lint:ruff" ruff check .
-stage "lint:ruff-format" ruff format --check .
-stage "lint:yamllint" yamllint -s .
-stage "lint:ansible-lint" ansible-lint
-stage "lint:changelog" antsibull-changelog lint
-stage "sanity" sanity
-stage "unit" env PYTHONPATH="$PWD/collections" pytest
-# Every scenario in molecule/, the qemu one (default) last: the ones on systemd-nspawn machines fail fastest.
-scenarios=()
+checks() {
+  stage "lint:ruff" ruff check .
+  stage "lint:ruff-format" ruff format --check .
+  stage "lint:yamllint" yamllint -s .
+  stage "lint:ansible-lint" ansible-lint
+  stage "lint:changelog" antsibull-changelog lint
+  stage "sanity" sanity
+  stage "unit" env PYTHONPATH="$PWD/collections" pytest
+}
+
+# Every scenario in molecule/: the qemu one (default) in the first lane, the ones on systemd-nspawn machines in the
+# second.
+nspawn_scenarios=()
 for config in molecule/*/molecule.yml; do
   scenario=$(basename "$(dirname "$config")")
-  [[ $scenario == default ]] || scenarios+=("$scenario")
+  [[ $scenario == default ]] || nspawn_scenarios+=("$scenario")
 done
-[[ -f molecule/default/molecule.yml ]] && scenarios+=(default)
-for scenario in "${scenarios[@]}"; do
-  stage "molecule:$scenario" molecule_scenario "$scenario"
+qemu_scenario() {
+  [[ ! -f molecule/default/molecule.yml ]] || stage "molecule:default" molecule_scenario default
+}
+qemu_lane() {
+  qemu_scenario
+  checks
+}
+nspawn_lane() {
+  local scenario
+  for scenario in "${nspawn_scenarios[@]}"; do
+    stage "molecule:$scenario" molecule_scenario "$scenario"
+  done
+}
+
+stage setup setup
+if grep -q "^setup .*FAILED" "$results"; then
+  echo "setup failed: no stage runs"
+  exit 1
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+if [[ ${INSTINCT_TEST_LANES:-2} == 1 ]]; then
+  { checks; nspawn_lane; qemu_scenario; } >build/lane-serial.log 2>&1
+else
+  qemu_lane >build/lane-qemu.log 2>&1 &
+  qemu_pid=$!
+  nspawn_lane >build/lane-nspawn.log 2>&1
+  wait "$qemu_pid"
+fi
+for log in build/lane-*.log; do
+  echo
+  echo "=== output of ${log#build/}"
+  cat "$log"
 done
 
 echo
 echo "=== times"
-printf '%s\n' "${timings[@]}"
+cat "$results"
 printf '%-24s %-6s %6d s (%d min %d s)\n' total "" $((SECONDS - started)) $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60))
-((failed)) && echo "failed stages: ${failures[*]}"
+passed=$(grep -c ' ok ' "$results")
+failed=$(grep -c ' FAILED ' "$results")
+((failed)) && echo "failed stages: $(grep ' FAILED ' "$results" | cut -d' ' -f1 | tr '\n' ' ')"
 echo "stages: $passed passed, $failed failed"
 ((failed == 0))

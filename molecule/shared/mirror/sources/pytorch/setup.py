@@ -24,6 +24,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 # Fault injection for the airgapped scenario's fault tests (test_faults.py), not upstream's: while this file exists
 # the compile step waits, so a test can kill the build, or the ansible-playbook that started it, mid-build.
 HOLD_FILE = "/run/instinct-fixture/hold-build"
+# A benchmark's knob, not upstream's either: benchmarks/build_farm.py writes a number of seconds here so that the
+# compile step takes a stated time, as a real torch build's hours would, and the farm's parallel builds show.
+STRETCH_FILE = "/run/instinct-fixture/build-seconds"
 
 
 def fail(message):
@@ -152,6 +155,11 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
         while os.path.exists(HOLD_FILE):
             time.sleep(0.2)
     subprocess.run([cmake, "--build", build_dir, "--parallel", os.environ.get("MAX_JOBS") or "1"], check=True)
+    if os.path.exists(STRETCH_FILE):
+        with open(STRETCH_FILE) as handle:
+            stretch = float(handle.read())
+        print("fixture: the compile step is stretched to %g s (%s)" % (stretch, STRETCH_FILE), flush=True)
+        time.sleep(stretch)
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
             '__version__ = "%s+rocm%s"\nhip = "%s"\ncuda = None\ngit_version = "%s"\nrocm_arch = "%s"\n'
