@@ -16,6 +16,7 @@ AMDGPU_VERSION=${AMDGPU_VERSION:-30.10.2}
 UBUNTU_SUITE=${UBUNTU_SUITE:-jammy}
 PYTORCH_VERSION=${PYTORCH_VERSION:-v2.9.0-fixture}
 VLLM_VERSION=${VLLM_VERSION:-v0.11.0-fixture}
+VISION_VERSION=${VISION_VERSION:-v0.24.0-fixture}
 SERVICE_USER=${SERVICE_USER:-ansible}
 VLLM_MODEL=${VLLM_MODEL:-fixture-model}
 VLLM_PORT=${VLLM_PORT:-8000}
@@ -55,6 +56,9 @@ rm -rf "$SRC" "$VENV"
 mkdir -p "$SRC"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" setuptools wheel
+# PyTorch's .gitmodules name absolute https://github.com/ URLs: with no internet, a site points them at its own git
+# mirror, as the collection's pytorch_git_rewrites does.
+git config --global url."$MIRROR/git/github.com/".insteadOf https://github.com/
 git clone -q --recursive -b "$PYTORCH_VERSION" "$MIRROR/git/pytorch.git" "$SRC/pytorch"
 ARCH=$(/opt/rocm/bin/rocminfo | grep -o -m1 'gfx[0-9a-f]*')
 cd "$SRC/pytorch"
@@ -79,16 +83,29 @@ cd "$SRC/triton"
 # Triton's prebuilt LLVM, named by its cmake/llvm-hash.txt, from the mirror; nothing else downloaded.
 LLVM=llvm-$(head -c 8 cmake/llvm-hash.txt)-ubuntu-x64
 curl -fsS "$MIRROR/files/oaitriton.blob.core.windows.net/public/llvm-builds/$LLVM.tar.gz" | tar -xz -C "$SRC"
+# Triton's build requirements, as its README has them installed first (python/requirements.txt upstream).
+"$VENV/bin/pip" install -q "${PIP_ARGS[@]}" "cmake>=3.20,<4.0" "ninja>=1.11.1" "pybind11>=2.13.1"
 PATH=$VENV/bin:$PATH TRITON_OFFLINE_BUILD=1 TRITON_BUILD_PROTON=OFF LLVM_SYSPATH="$SRC/$LLVM" \
   "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/triton-*.whl
+
+step "torchvision from source against that torch"
+# vLLM's requirements pull torchvision (through timm); the index's is a CUDA build, so the ROCm guides build it from
+# source against the torch just built, with FORCE_CUDA=1 on a machine that compiles without a GPU.
+git clone -q -b "$VISION_VERSION" "$MIRROR/git/vision.git" "$SRC/vision"
+cd "$SRC/vision"
+FORCE_CUDA=1 ROCM_HOME=/opt/rocm PYTORCH_ROCM_ARCH=$ARCH "$VENV/bin/python" setup.py -q bdist_wheel
+"$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/torchvision-*.whl
 
 step "vLLM against the existing torch"
 git clone -q -b "$VLLM_VERSION" "$MIRROR/git/vllm.git" "$SRC/vllm"
 cd "$SRC/vllm"
 "$VENV/bin/python" use_existing_torch.py
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" -r requirements/rocm.txt
-PYTORCH_ROCM_ARCH=$ARCH VLLM_TARGET_DEVICE=rocm "$VENV/bin/python" setup.py -q bdist_wheel
+# The guide builds on ROCm's base image, which has cmake; here it comes from the index, within rocm-build.txt's bound,
+# and setup.py runs it by name from the virtualenv.
+"$VENV/bin/pip" install -q "${PIP_ARGS[@]}" "cmake>=3.26.1,<4"
+PATH=$VENV/bin:$PATH PYTORCH_ROCM_ARCH=$ARCH VLLM_TARGET_DEVICE=rocm "$VENV/bin/python" setup.py -q bdist_wheel
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" dist/vllm-*.whl
 # vLLM's platform detection needs amdsmi, which ROCm ships as source (as vLLM's Dockerfile.rocm_base installs it).
 cp -r /opt/rocm/share/amd_smi "$SRC/amd_smi"

@@ -9,7 +9,7 @@ on the bridge. For every host count N the benchmark:
    untimed), runs `ansible-playbook site.yml` twice (first converge, then the rerun that must change
    nothing) and counts the torch builds across all hosts;
 2. boots N fresh hosts again, prepares them the same way, and runs benchmarks/field_guide_rollout.sh
-   over ssh on each host in turn, twice.
+   over ssh on each host in turn (--script-fanout hosts at a time; default 1), twice.
 
 Run as root (it mounts overlays and creates network namespaces) from the repository root:
 
@@ -24,6 +24,7 @@ serves); traffic between the hosts crosses the bridge without reaching the contr
 """
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -198,22 +199,31 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
 
 def bench_script(args, workdir, lower, identity, mirror_url, count):
     name = "script-%d" % count
-    result = {"tool": "shell script", "hosts": count, "forks": 1}
+    fanout = min(args.script_fanout, count)
+    result = {"tool": "shell script", "hosts": count, "forks": fanout}
     script = os.path.join(ROOT, "benchmarks", "field_guide_rollout.sh")
+
+    def roll_out(host, log_path):
+        with open(script) as stdin, open(log_path, "w") as log:
+            run(
+                host.ssh(identity, "sudo", "MIRROR=" + mirror_url, "VLLM_API_KEY=" + API_KEY, "bash", "-s"),
+                stdin=stdin,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
     with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, _inventory, _env):
         for phase in ("first", "rerun"):
-            log_path = os.path.join(workdir, "logs", "%s-%s.log" % (name, phase))
-            with measured() as figures, open(log_path, "w") as log:
-                for host in hosts:
-                    with open(script) as stdin:
-                        run(
-                            host.ssh(identity, "sudo", "MIRROR=" + mirror_url, "VLLM_API_KEY=" + API_KEY, "bash", "-s"),
-                            stdin=stdin,
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                        )
-            with open(log_path) as log:
-                figures["torch_builds"] = log.read().count("field-guide: built torch")
+            logs = [os.path.join(workdir, "logs", "%s-%s-%s.log" % (name, phase, host.name)) for host in hosts]
+            # --script-fanout hosts at a time, as an operator's loop or a parallel ssh would run it.
+            with measured() as figures, concurrent.futures.ThreadPoolExecutor(fanout) as pool:
+                for done in [pool.submit(roll_out, host, log) for host, log in zip(hosts, logs, strict=True)]:
+                    done.result()
+            builds = 0
+            for log_path in logs:
+                with open(log_path) as log:
+                    builds += log.read().count("field-guide: built torch")
+            figures["torch_builds"] = builds
             result[phase] = figures
             print("  %s %s: %s" % (name, phase, figures), flush=True)
         result["torch_builds"] = result["first"]["torch_builds"] + result["rerun"]["torch_builds"]
@@ -294,6 +304,10 @@ def main(argv=None):
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 4, 16], help="host counts to run (default: 1 4 16)")
     parser.add_argument("--forks", type=int, default=20, help="ansible forks (default: 20, as in ansible.cfg)")
     parser.add_argument("--tools", nargs="+", choices=["ansible", "script"], default=["ansible", "script"])
+    parser.add_argument(
+        "--script-hosts", type=int, nargs="+", help="host counts the script runs at (default: those of --hosts)"
+    )
+    parser.add_argument("--script-fanout", type=int, default=1, help="hosts the script runs on at once (default: 1)")
     parser.add_argument("--profile", action="store_true", help="time every task (profile_tasks) in the ansible logs")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-scale"))
     args = parser.parse_args(argv)
@@ -324,7 +338,7 @@ def main(argv=None):
                 for count in args.hosts:
                     if "ansible" in args.tools:
                         results.append(bench_ansible(args, workdir, lower, identity, served["guest_url"], count))
-                    if "script" in args.tools:
+                    if "script" in args.tools and count in (args.script_hosts or args.hosts):
                         results.append(bench_script(args, workdir, lower, identity, served["guest_url"], count))
             finally:
                 fixture_hosts.unserve_mirror(workdir)
