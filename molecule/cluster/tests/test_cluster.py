@@ -24,6 +24,18 @@ def test_only_the_build_host_builds(host):
         assert len(infos) == (1 if name == "node1" else 0), (name, component, infos)
 
 
+def test_the_torch_build_went_through_ccache_and_records_its_hits(host):
+    if host.backend.get_hostname() != "node1":
+        return
+    assert host.exists("ccache")
+    (info_path,) = build_infos(host, "pytorch")
+    info = json.loads(host.check_output("sudo cat %s", info_path))
+    # pytorch_ccache is on by default: the build compiled through ccache, which counted its compiles.
+    stats = info["ccache"]
+    assert stats["hits"] + stats["misses"] > 0, stats
+    assert 0.0 <= stats["hit_rate"] <= 1.0, stats
+
+
 def test_both_hosts_run_the_same_verified_stack(host):
     mine = stack(host)
     node1 = host.get_host("ansible://node1", ansible_inventory=host.backend.ansible_inventory)
