@@ -18,6 +18,15 @@ _CONVERGED_ACTION = "instinct.stack.converged"
 _HOST_EVENTS = "[?event_data.host == '{host}' && starts_with(event, 'runner_on_')]"
 
 
+def failure_message(result, default=""):
+    """A failed task's message. For a loop, its failed items' own messages (the build farm's build waits, for one):
+    Ansible's message for the whole task only says that items failed."""
+    items = [item for item in result.get("results") or [] if isinstance(item, dict) and item.get("failed")]
+    if items:
+        return "; ".join(str(item.get("msg", default)) for item in items)
+    return result.get("msg", default)
+
+
 def build_report(events, rc, check=False):
     """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals.
 
@@ -75,7 +84,7 @@ def build_report(events, rc, check=False):
                 if result.get("changed"):
                     entry["changed_tasks"].append(label)
             elif kind == "runner_on_failed" and not data.get("ignore_errors"):
-                entry["failures"].append({"task": label, "msg": result.get("msg", "")})
+                entry["failures"].append({"task": label, "msg": failure_message(result)})
             elif kind == "runner_on_unreachable":
                 entry["unreachable"] = True
                 entry["failures"].append({"task": label, "msg": result.get("msg", "unreachable")})

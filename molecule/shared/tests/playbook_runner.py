@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from instinct_stack.rollout import failure_message
+
 ROOT = Path(__file__).resolve().parents[3]
 CANARY = "molecule-canary-key"
 
@@ -78,5 +80,5 @@ def failures(result, host):
         for task in play["tasks"]:
             outcome = task["hosts"].get(host, {})
             if outcome.get("failed") or outcome.get("unreachable"):
-                found.append((task["task"]["name"], outcome.get("msg", "")))
+                found.append((task["task"]["name"], failure_message(outcome)))
     return found

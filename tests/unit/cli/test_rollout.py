@@ -4,7 +4,7 @@ import base64
 import io
 import json
 
-from instinct_stack.rollout import Progress, build_report
+from instinct_stack.rollout import Progress, build_report, failure_message
 
 
 def event(kind, host, task, res=None, role=None, action="ansible.builtin.command", **extra):
@@ -209,3 +209,18 @@ def test_status_rows_from_events():
     assert rows["gpu3"]["error"] == "unreachable: ssh: timed out"
     table = format_status(list(rows.values()))
     assert "reboot pending" in table and "vllm-llama active/running health=ok" in table and "abc123def456 " in table
+
+
+def test_a_failed_loop_reports_its_failed_items_messages():
+    # The build farm waits for a wave of torch builds in a loop: Ansible's message for the task only says that items
+    # failed; the report gives each failed build's own message (what to fix).
+    full = "The filesystem of /var/lib/instinct-stack/build is full (0 MiB free): point pytorch_staging_dir ..."
+    res = {
+        "msg": "One or more items failed",
+        "results": [{"failed": False, "msg": "built"}, {"failed": True, "msg": full}, "not a result"],
+    }
+    events = [event("runner_on_failed", "build1", "Wait for the torch build for gfx942", role="pytorch", res=res)]
+    (failure,) = build_report(events, rc=2)["hosts"]["build1"]["failures"]
+    assert failure["msg"] == full
+    assert failure_message({"msg": "plain"}) == "plain"
+    assert failure_message({"results": [{"failed": True}]}, default="failed") == "failed"
