@@ -4,6 +4,7 @@ import base64
 import json
 
 from instinct_stack.collection import run_playbook
+from instinct_stack.rollout import failure_message
 
 _TASKS = {
     "driver": "Compare the installed amdgpu module with the loaded one",
@@ -42,7 +43,7 @@ def hosts_from_events(events):
         if kind == "runner_on_unreachable":
             unreachable[data["host"]] = (data.get("res") or {}).get("msg", "unreachable")
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
-            failed[data["host"]] = "%s: %s" % (data.get("task"), (data.get("res") or {}).get("msg", "failed"))
+            failed[data["host"]] = "%s: %s" % (data.get("task"), failure_message(data.get("res") or {}, "failed"))
         if kind in ("runner_on_ok", "runner_on_failed"):
             for name, task in _TASKS.items():
                 if data.get("task") == task:
