@@ -81,9 +81,10 @@ def schedule(builds, started):
 
 
 def bench(args, workdir, lower, identity, mirror_url, name, build_host_count):
-    with scale.hosts_running(workdir, lower, len(ARCHS), identity) as hosts:
-        inventory_path = os.path.join(workdir, name + ".json")
-        scale.write_inventory(inventory_path, hosts, identity, mirror_url)
+    prepared = scale.prepared_hosts(args, workdir, lower, identity, mirror_url, name, len(ARCHS))
+    with prepared as (hosts, inventory_path, env):
+        # The scale benchmark's inventory (the first host builds), made into this configuration's: the preparation
+        # (Debian sources pointed at the mirror) does not depend on either.
         with open(inventory_path) as handle:
             inventory = json.load(handle)
         children = inventory["all"]["children"]
@@ -92,13 +93,6 @@ def bench(args, workdir, lower, identity, mirror_url, name, build_host_count):
             children["inference_hosts"]["hosts"][host.name]["pytorch_rocm_arch"] = arch
         with open(inventory_path, "w") as handle:
             json.dump(inventory, handle, indent=2)
-        env = scale.fixture_hosts.ansible_env(workdir, name, args.forks, args.profile)
-        scale.timed(
-            scale.fixture_hosts.prepare_argv(inventory_path),
-            os.path.join(workdir, "logs", name + "-prepare.log"),
-            cwd=scale.ROOT,
-            env=env,
-        )
         for host in hosts:
             scale.run(
                 host.ssh(
