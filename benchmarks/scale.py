@@ -115,12 +115,15 @@ def bridge_bytes():
 
 
 @contextlib.contextmanager
-def controller_traffic(workdir, run_name, env):
+def controller_traffic(workdir, run_name, phase, env):
     """Counts what crosses the controller during the block into the dict it yields: ssh_bytes (Ansible's ssh
     connections, both ways, through ssh_meter), bridge_bytes (all the controller's traffic with the hosts)."""
-    meter_dir = os.path.join(workdir, "meter", run_name)
+    meter_dir = os.path.join(workdir, "meter", "%s-%s" % (run_name, phase))
     shutil.rmtree(meter_dir, ignore_errors=True)
     os.makedirs(meter_dir)
+    # A control master persists after its ansible-playbook, and its meter counts for the phase that started it:
+    # a later phase that reused it would count nothing. So each phase opens its own masters and closes them.
+    fixture_hosts.close_ssh_masters(workdir, run_name)
     env["INSTINCT_SSH_METER_DIR"] = meter_dir
     figures = {}
     bridge_started = bridge_bytes()
@@ -128,8 +131,9 @@ def controller_traffic(workdir, run_name, env):
         yield figures
     finally:
         del env["INSTINCT_SSH_METER_DIR"]
-    # The meters rewrite their totals when idle; the control masters outlive ansible-playbook.
-    time.sleep(3 * ssh_meter.IDLE_SECONDS)
+        fixture_hosts.close_ssh_masters(workdir, run_name)
+    # A meter writes its last totals as its connection ends, a moment after its master exits.
+    time.sleep(1)
     counted = ssh_meter.totals(meter_dir)
     figures["ssh_bytes"] = counted["sent"] + counted["received"]
     figures["bridge_bytes"] = bridge_bytes() - bridge_started
@@ -183,7 +187,7 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
     result = {"tool": "ansible", "hosts": count, "forks": args.forks}
     with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, inventory, env):
         for phase in ("first", "rerun"):
-            with controller_traffic(workdir, "%s-%s" % (name, phase), env) as traffic:
+            with controller_traffic(workdir, name, phase, env) as traffic:
                 figures, output = timed(
                     [ANSIBLE_PLAYBOOK, "-i", inventory, "site.yml"],
                     os.path.join(workdir, "logs", "%s-%s.log" % (name, phase)),

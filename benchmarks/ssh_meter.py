@@ -11,6 +11,7 @@ copy and fetch carry) is in those totals; traffic between the hosts, and their d
 import json
 import os
 import selectors
+import signal
 import socket
 import sys
 
@@ -92,6 +93,9 @@ def main(argv=None):
     directory = os.environ.get("INSTINCT_SSH_METER_DIR")
     path = os.path.join(directory, "%d.json" % os.getpid()) if directory else None
     meter = Meter(path, host, int(port))
+    # ssh ends its ProxyCommand with SIGHUP as it exits (a control master closed with -O exit, too): unwind
+    # through relay's finally so that the last bytes are saved.
+    signal.signal(signal.SIGHUP, lambda _signum, _frame: sys.exit(0))
     with socket.create_connection((host, int(port))) as connection:
         relay(connection, sys.stdin.fileno(), sys.stdout.fileno(), meter)
     return 0

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -78,3 +79,20 @@ def test_totals_add_up_the_connections_and_skip_what_is_not_a_meter_file(tmp_pat
     (tmp_path / "3.json.tmp").write_text("partial")
     assert ssh_meter.totals(str(tmp_path)) == {"sent": 11, "received": 7, "connections": 2}
     assert ssh_meter.totals(str(tmp_path / "absent")) == {"sent": 0, "received": 0, "connections": 0}
+
+
+def test_a_hangup_from_ssh_still_saves_the_last_totals(tmp_path):
+    # ssh sends its ProxyCommand SIGHUP as it exits; the bytes relayed since the last idle save must not be lost.
+    port = echo_server(b"")
+    proc = subprocess.Popen(  # noqa: S603
+        [sys.executable, METER, "127.0.0.1", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=dict(os.environ, INSTINCT_SSH_METER_DIR=str(tmp_path)),
+    )
+    proc.stdin.write(b"x" * 1000)
+    proc.stdin.flush()
+    assert proc.stdout.read(1000) == b"x" * 1000
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=30) == 0
+    assert ssh_meter.totals(str(tmp_path)) == {"sent": 1000, "received": 1000, "connections": 1}
