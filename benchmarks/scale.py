@@ -20,7 +20,10 @@ Results go to stdout as a table and to BUILD/results.json; every run's log is ke
 What crosses the controller, per Ansible run: Ansible's ssh connections go through benchmarks/ssh_meter.py (a
 ProxyCommand that counts every byte of each connection: modules, results, and the files that copy and fetch carry),
 and the bridge's own counters give everything the controller exchanged with the hosts (ssh and the mirror it
-serves); traffic between the hosts crosses the bridge without reaching the controller and is in neither.
+serves); traffic between the hosts crosses the bridge without reaching the controller and is in neither. Each
+metered run opens its own ssh control masters and closes them at its end. Beside them, the size of the built wheels
+the last host holds: what one host's stack weighs, which crossed the controller once per host while the wheels were
+copied from it.
 """
 
 import argparse
@@ -150,6 +153,17 @@ def timed(argv, log_path, **kwargs):
     return figures, output
 
 
+def received_wheel_bytes(host, identity):
+    """Bytes of the built wheels a host holds (the stack's artifacts it received, or built if it is the build host)."""
+    listing = subprocess.run(  # noqa: S603
+        host.ssh(identity, "sudo find /var/cache/instinct-stack/wheels -name '*.whl' -printf '%s\\n'"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return sum(int(size) for size in listing.stdout.split())
+
+
 def count_torch_builds(hosts, identity):
     builds = 0
     for host in hosts:
@@ -198,6 +212,9 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
             result[phase] = dict(figures, tasks=recap["ok"], changed=recap["changed"], **traffic)
             print("  %s %s: %s, %s" % (name, phase, figures, recap), flush=True)
         result["torch_builds"] = count_torch_builds(hosts, identity)
+        # The last host is an inference host (the first builds): what it holds of the stack crossed the controller
+        # once per host when the wheels were copied from it, and none of it does when the hosts pull them.
+        result["stack_wheel_bytes"] = received_wheel_bytes(hosts[-1], identity)
     return result
 
 
@@ -267,11 +284,15 @@ def table(results):
         lines.append(header % (*row, result["torch_builds"]))
     metered = [result for result in results if "ssh_bytes" in result["first"]]
     if metered:
-        lines += ["", "what crossed the controller [MB]: Ansible's ssh (all the controller's traffic with the hosts)"]
-        lines.append("%-13s %5s %22s %22s" % ("tool", "hosts", "first", "rerun"))
+        lines += [
+            "",
+            "what crossed the controller [MB]: Ansible's ssh (all the controller's traffic with the hosts); "
+            "the built wheels an inference host holds",
+        ]
+        lines.append("%-13s %5s %22s %22s %14s" % ("tool", "hosts", "first", "rerun", "stack wheels"))
         for result in metered:
             lines.append(
-                "%-13s %5d %22s %22s"
+                "%-13s %5d %22s %22s %14s"
                 % (
                     result["tool"],
                     result["hosts"],
@@ -279,6 +300,7 @@ def table(results):
                         "%.2f (%.2f)" % (phase["ssh_bytes"] / 1e6, phase["bridge_bytes"] / 1e6)
                         for phase in (result["first"], result["rerun"])
                     ),
+                    "%.2f" % (result["stack_wheel_bytes"] / 1e6) if "stack_wheel_bytes" in result else "-",
                 )
             )
     by_count = {}

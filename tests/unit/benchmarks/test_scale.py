@@ -93,6 +93,7 @@ RESULTS = [
         },
         "rerun": {"seconds": 40.0, "tasks": 380, "changed": 0, "ssh_bytes": 2_000_000, "bridge_bytes": 2_100_000},
         "torch_builds": 1,
+        "stack_wheel_bytes": 3_250_000,
     },
     {
         "tool": "shell script",
@@ -167,6 +168,6 @@ def test_stamp_lines_passes_every_line_on_and_stamps_the_log():
 def test_table_reports_what_crossed_the_controller():
     lines = scale.table(RESULTS).splitlines()
     heading = lines.index(next(line for line in lines if line.startswith("what crossed the controller")))
-    assert lines[heading + 2].split() == ["ansible", "4", "12.50", "(30.00)", "2.00", "(2.10)"]
+    assert lines[heading + 2].split() == ["ansible", "4", "12.50", "(30.00)", "2.00", "(2.10)", "3.25"]
     # The script's rows have no meter: it is not listed.
     assert not lines[heading + 3].startswith("shell")
