@@ -5,7 +5,7 @@ It puts together two kinds of figures, both kept in INPUTS below and nowhere els
 - the per-host costs that benchmarks/scale.py measured on this project's 2-core machine (BENCHMARKS.md,
   "Scale: the no-op rerun against 1, 4 and 16 hosts, next to the field-guide script"): the collection's
   first rollout and no-op rerun, the field-guide script's two runs, and the controller CPU they took. Every
-  build there was a fixture build of a few seconds, so these figures are the rollouts' overhead;
+  build there was a fixture build (a small CMake + Ninja compile), so these figures are the rollouts' overhead;
 - published build times of PyTorch (ROCm), Triton and vLLM (ROCm) from source on real machines, each with
   its source. The published figures spread widely (different machines, arch lists, caches and years), so
   each component has a low and a high figure and every projection is printed for both.
@@ -13,15 +13,15 @@ It puts together two kinds of figures, both kept in INPUTS below and nowhere els
 The model (seconds; B is the sum of the three build times, low or high):
 
   field-guide script  ceil(N / fanout) x (s + B)
-      It builds everything on every host (benchmarks/field_guide_rollout.sh). s is its measured time per
-      host beside the builds (its 16-host run divided by 16: scale.py runs it over ssh on one host after
-      another). fanout 1 is how scale.py runs it; a parallel ssh (--script-fanout, default 20, the
-      collection's forks) runs that many hosts at once, each compiling for itself.
+      It builds everything on every host (benchmarks/field_guide_rollout.sh). s is its measured one-host
+      time beside the builds: on a cluster each host runs the script on its own CPU, so the one-host run is
+      the cost of any host. A parallel ssh (--script-fanout, default 20, the collection's forks) runs that
+      many hosts at once, each compiling for itself; fanout 1 is an operator's loop.
 
   collection          ceil(A' / H) x B + max(ceil(N / F) x t1, (c1 + (N - 1) x c) / min(cores, F))
       It builds once per distinct arch list on a build host and installs the built wheels on every
       host. A' = min(A, N) distinct arch lists (--archs) build on H build hosts (--build-hosts), one
-      after another on each; H > 1 is the build farm of issue 18, which is projected here, not measured.
+      after another on each; H > 1 is the build farm (measured for two arch lists on two build hosts).
       t1 is the measured one-host rollout; with F forks (--forks) the hosts take each task F at a time, in
       ceil(N / F) waves. The controller spends c1 on the first host and c per added host (measured from
       the 1- and 16-host runs), spread over min(cores, F) of its cores (--controller-cores); the slower of
@@ -35,9 +35,10 @@ The model (seconds; B is the sum of the three build times, low or high):
 Assumptions, each named in the output too: every host (and the build host) compiles as fast as the
 machines of the cited figures; hosts do not slow each other down (on a cluster each host runs its tasks
 on its own CPU, where on the measuring machine 16 hosts shared 2 cores); the measured per-host figures
-hold for any N; the fixture builds' few seconds in the measured figures are left in.
+hold for any N; the fixture builds in the measured figures are left in.
 
-What it does not show: network bandwidth (multi-GB wheels pass through the controller, once per host,
+What it does not show: network bandwidth (every inference host pulls the multi-GB wheels from its build
+host's artifact store, not through the controller, so a build host's uplink carries one copy per host,
 and every host of the script pulls sources and wheels from the mirror at once); failures and retries;
 hosts of different arch lists in one run beyond --archs; the model's weights and load time (the serve
 play's rolling batches wait for each batch's services); torchvision's build (the collection builds it,
@@ -57,20 +58,23 @@ import sys
 INPUTS = {
     "measured": {
         "source": (
-            "BENCHMARKS.md, 'Scale: the no-op rerun against 1, 4 and 16 hosts, next to the field-guide script': "
-            "`benchmarks/scale.py --hosts 1 4 16`, 2026-12-02, the project's 2-core 24 GiB machine, "
-            "systemd-nspawn hosts, forks 20, fixture builds of seconds (benchmarks/results/scale-2026-12-02.txt)"
+            "BENCHMARKS.md, 'Scale: the no-op rerun against 1, 4 and 16 hosts, next to the field-guide script', "
+            "2026-12-04: `benchmarks/scale.py --hosts 1 4 16 --script-hosts 16 --script-fanout 16 --profile` and "
+            "`benchmarks/scale.py --hosts 1 --tools script`, the project's 2-core 24 GiB machine, systemd-nspawn "
+            "hosts, forks 20, fixture builds (benchmarks/results/scale-2026-12-04.txt)"
         ),
         "forks": 20,
+        # Hosts the field-guide script ran on at once in the runs above one host.
+        "script_fanout": 16,
         # Per host count: wall seconds and controller CPU seconds.
         "collection": {
-            "first": {1: (35.7, 8.9), 4: (70.8, 21.6), 16: (251.1, 79.5)},
-            "rerun": {1: (17.0, 7.0), 4: (37.6, 17.7), 16: (121.0, 63.6)},
+            "first": {1: (188.0, 19.3), 4: (321.6, 42.4), 16: (981.9, 145.2)},
+            "rerun": {1: (2.5, 1.9), 4: (3.7, 3.0), 16: (10.8, 8.0)},
         },
-        # Run over ssh on one host after another (fan-out 1).
+        # Run over ssh on script_fanout hosts at once.
         "script": {
-            "first": {1: (10.5, 0.1), 4: (43.7, 0.4), 16: (162.0, 1.3)},
-            "rerun": {1: (7.3, 0.1), 4: (29.4, 0.3), 16: (113.6, 1.3)},
+            "first": {1: (111.5, 0.1), 16: (1020.0, 1.7)},
+            "rerun": {1: (120.1, 0.1), 16: (1039.8, 1.6)},
         },
     },
     # Minutes per build, low and high, from the sources below ("used" says which figure each gives).
@@ -163,12 +167,13 @@ INPUTS = {
         "the measured one-host and per-added-host costs hold for any number of hosts",
         "the collection's hosts and its controller overlap their work: the slower of the two sets the pace",
         "distinct arch lists build one after another on each build host, in parallel across build hosts "
-        "(--build-hosts above 1 is issue 18's build farm: projected, not measured)",
-        "the fixture builds' few seconds inside the measured figures are left in",
+        "(the build farm; measured for two arch lists on two build hosts, BENCHMARKS.md 'The build farm')",
+        "the fixture builds inside the measured figures are left in",
     ],
     "not_shown": [
-        "network bandwidth: the built wheels (gigabytes with a real torch) pass through the controller "
-        "once per host, and the script's hosts all pull sources and wheels from the mirror at once",
+        "network bandwidth: every inference host pulls the built wheels (gigabytes with a real torch) from "
+        "its build host's artifact store, not through the controller, so a build host's uplink carries one "
+        "copy per host; the script's hosts all pull sources and wheels from the mirror at once",
         "failures, retries and hosts that drop out mid-rollout",
         "hosts of several arch lists beyond what --archs says, and arch lists that need different sources",
         "the model: its download and load time, which the serve play's rolling batches (serial 25%) "
@@ -189,8 +194,6 @@ def measured_model(inputs, tool, phase):
         "cpu_one_host_s": runs[fewest][1],
         # Controller CPU per added host, between the fewest and the most hosts measured.
         "cpu_per_added_host_s": (runs[most][1] - runs[fewest][1]) / (most - fewest),
-        # Wall time per host when the hosts run one after another (the script's largest run).
-        "per_host_s": runs[most][0] / most,
         # Wall time per added host on the measuring machine, where every host shared its cores.
         "wall_per_added_host_s": (runs[most][0] - runs[fewest][0]) / (most - fewest),
     }
@@ -202,8 +205,8 @@ def build_seconds(inputs, level):
 
 
 def script_seconds(hosts, build_s, model, fanout):
-    """The field-guide script: every host builds everything, fanout hosts at a time."""
-    return math.ceil(hosts / fanout) * (model["per_host_s"] + build_s)
+    """The field-guide script: every host builds everything, fanout hosts at a time, each on its own CPU."""
+    return math.ceil(hosts / fanout) * (model["one_host_s"] + build_s)
 
 
 def collection_seconds(hosts, build_s, model, archs=1, build_hosts=1, forks=20, controller_cores=2):
@@ -251,7 +254,7 @@ def projection_tables(inputs, host_counts, archs=1, build_hosts=1, forks=20, scr
         "controller_cores": controller_cores,
     }
     header = (
-        "| hosts | field-guide script, 1 host at a time (as measured) | field-guide script, %d hosts at a time "
+        "| hosts | field-guide script, 1 host at a time | field-guide script, %d hosts at a time "
         "| collection (%d arch list%s, %d build host%s, forks %d) |"
         % (script_fanout, archs, "s" if archs > 1 else "", build_hosts, "s" if build_hosts > 1 else "", forks)
     )
@@ -291,14 +294,16 @@ def check_table(inputs, forks=20, controller_cores=2):
     measured = inputs["measured"]
     for count in sorted(measured["collection"]["first"]):
         modelled = collection_seconds(count, 0, collection, forks=forks, controller_cores=controller_cores)
+        # The script was not run at every host count the collection was.
+        script_run = measured["script"]["first"].get(count)
         lines.append(
-            "| %d | %.1f s | %.1f s | %.1f s | %.1f s |"
+            "| %d | %.1f s | %.1f s | %s | %s |"
             % (
                 count,
                 measured["collection"]["first"][count][0],
                 modelled,
-                measured["script"]["first"][count][0],
-                script_seconds(count, 0, script, 1),
+                "%.1f s" % script_run[0] if script_run else "-",
+                "%.1f s" % script_seconds(count, 0, script, measured["script_fanout"]) if script_run else "-",
             )
         )
     return "\n".join(lines)
@@ -313,14 +318,13 @@ def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=
     lines = [
         "**A projection, not a measurement.** No host here built the real PyTorch, Triton or vLLM: the build "
         "times are published figures (below), the rest is what `benchmarks/scale.py` measured with fixture "
-        "builds of seconds.",
+        "builds (a small CMake + Ninja compile).",
         "",
         "Measured inputs: " + inputs["measured"]["source"] + ".",
         "",
         "- collection: one host's first rollout %.1f s; controller CPU %.1f s for it and %.2f s per added host"
         % (collection["one_host_s"], collection["cpu_one_host_s"], collection["cpu_per_added_host_s"]),
-        "- field-guide script: %.1f s per host beside its builds (its 16-host run, one host after another)"
-        % script["per_host_s"],
+        "- field-guide script: %.1f s for one host beside its builds (its one-host run)" % script["one_host_s"],
         "- builds, PyTorch + Triton + vLLM one after another: %s (low) and %s (high): %s"
         % (
             duration(low),
@@ -346,7 +350,7 @@ def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=
         rerun,
         "",
         "The model against the runs it was made from (no build time; all hosts shared the measuring machine's 2 "
-        "cores, which the model leaves out, so it is under the collection's measured time from 4 hosts on):",
+        "cores, which the model leaves out, so it is under both tools' measured times above one host):",
         "",
         check_table(inputs, forks, controller_cores),
         "",
