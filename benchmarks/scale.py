@@ -15,7 +15,8 @@ Run as root (it mounts overlays and creates network namespaces) from the reposit
 
     .venv/bin/python benchmarks/scale.py --hosts 1 4 16
 
-Results go to stdout as a table and to BUILD/results.json; every run's log is kept in BUILD/logs.
+Results go to stdout as a table and to BUILD/results.json; every run's log is kept in BUILD/logs. With --wheel-mb M
+the fixture torch wheel carries M MB of random data, so that the stack weighs what a real one does.
 
 What crosses the controller, per Ansible run: Ansible's ssh connections go through benchmarks/ssh_meter.py (a
 ProxyCommand that counts every byte of each connection: modules, results, and the files that copy and fetch carry),
@@ -193,6 +194,16 @@ def prepared_hosts(args, workdir, lower, identity, mirror_url, name, count):
             cwd=ROOT,
             env=env,
         )
+        if args.wheel_mb:
+            # The fixture torch build reads it (molecule/shared/mirror/sources/pytorch/setup.py, WEIGHT_FILE).
+            for host in hosts:
+                run(
+                    host.ssh(
+                        identity,
+                        "sudo sh -c 'mkdir -p /run/instinct-fixture && echo %d > /run/instinct-fixture/wheel-mb'"
+                        % args.wheel_mb,
+                    )
+                )
         yield hosts, inventory, env
 
 
@@ -335,6 +346,12 @@ def main(argv=None):
     )
     parser.add_argument("--script-fanout", type=int, default=1, help="hosts the script runs on at once (default: 1)")
     parser.add_argument("--profile", action="store_true", help="time every task (profile_tasks) in the ansible logs")
+    parser.add_argument(
+        "--wheel-mb",
+        type=int,
+        default=0,
+        help="megabytes of random data the fixture torch wheel carries, to weigh the stack as a real one (default: 0)",
+    )
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-scale"))
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -372,7 +389,14 @@ def main(argv=None):
         image.unmount()
         with open(os.path.join(workdir, "results.json"), "w") as handle:
             json.dump(
-                {"date": time.strftime("%Y-%m-%d %H:%M"), "nproc": os.cpu_count(), "results": results}, handle, indent=2
+                {
+                    "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "nproc": os.cpu_count(),
+                    "wheel_mb": args.wheel_mb,
+                    "results": results,
+                },
+                handle,
+                indent=2,
             )
     print(table(results))
     return 0

@@ -27,6 +27,10 @@ HOLD_FILE = "/run/instinct-fixture/hold-build"
 # A benchmark's knob, not upstream's either: benchmarks/build_farm.py writes a number of seconds here so that the
 # compile step takes a stated time, as a real torch build's hours would, and the farm's parallel builds show.
 STRETCH_FILE = "/run/instinct-fixture/build-seconds"
+# Another benchmark knob: benchmarks/scale.py --wheel-mb writes a number of megabytes here, and the wheel carries that
+# much random data in torch/lib/weight/, so that the stack weighs what a real one does (a ROCm torch wheel is gigabytes)
+# and the bytes that cross the controller can be told from the stack's.
+WEIGHT_FILE = "/run/instinct-fixture/wheel-mb"
 
 
 def fail(message):
@@ -160,6 +164,16 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
             stretch = float(handle.read())
         print("fixture: the compile step is stretched to %g s (%s)" % (stretch, STRETCH_FILE), flush=True)
         time.sleep(stretch)
+    weight_dir = os.path.join(ROOT, "torch", "lib", "weight")
+    shutil.rmtree(weight_dir, ignore_errors=True)
+    if os.path.exists(WEIGHT_FILE):
+        with open(WEIGHT_FILE) as handle:
+            megabytes = int(handle.read())
+        print("fixture: the wheel carries %d MB of random data (%s)" % (megabytes, WEIGHT_FILE), flush=True)
+        os.makedirs(weight_dir)
+        with open(os.path.join(weight_dir, "fixture-weight.bin"), "wb") as handle:
+            for _ in range(megabytes):
+                handle.write(os.urandom(1 << 20))
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
             '__version__ = "%s+rocm%s"\nhip = "%s"\ncuda = None\ngit_version = "%s"\nrocm_arch = "%s"\n'
@@ -187,7 +201,7 @@ setup(
     name="torch",
     version="%s+rocm%s" % (version, hip_version.split("-")[0]),
     packages=["torch", "torch.backends"],
-    package_data={"torch": ["_C.so", "lib/*.so*", "lib/aotriton.images/*/*", "include/aotriton/*"]},
+    package_data={"torch": ["_C.so", "lib/*.so*", "lib/aotriton.images/*/*", "include/aotriton/*", "lib/weight/*"]},
     # torch's runtime requirements, as the upstream wheel declares them (../shared/UPSTREAM.md; bounds from
     # pytorch/pytorch pyproject.toml): a stack virtualenv without them does not import torch.
     install_requires=[
