@@ -57,16 +57,17 @@ def relay(connection, stdin_fd, stdout_fd, meter):
                         selector.unregister(stdin_fd)
                         connection.shutdown(socket.SHUT_WR)
                         continue
-                    connection.sendall(data)
+                    # Counted as read, before passing on: a hangup from ssh can end the relay at any point after.
                     meter.sent += len(data)
+                    connection.sendall(data)
                 else:
                     data = connection.recv(CHUNK)
                     if not data:
                         return
+                    meter.received += len(data)
                     view = memoryview(data)
                     while view:
                         view = view[os.write(stdout_fd, view) :]
-                    meter.received += len(data)
     finally:
         selector.close()
         meter.save()
