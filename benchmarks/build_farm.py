@@ -43,7 +43,7 @@ def build_records(host, identity):
     """The torch build records on a host: [{host, arch, seconds, start, end, ccache}], start and end as epoch s."""
     reader = (
         "import glob, json; print(json.dumps([json.load(open(f)) for f in "
-        "glob.glob('/var/cache/instinct-stack/wheels/pytorch/*/build-info.json')]))"
+        "glob.glob('%s/pytorch/*/build-info.json')]))" % scale.WHEEL_CACHE
     )
     output = scale.run(host.ssh(identity, "sudo", "python3", "-c", '"%s"' % reader), capture_output=True).stdout
     records = []
@@ -93,14 +93,7 @@ def bench(args, workdir, lower, identity, mirror_url, name, build_host_count):
             children["inference_hosts"]["hosts"][host.name]["pytorch_rocm_arch"] = arch
         with open(inventory_path, "w") as handle:
             json.dump(inventory, handle, indent=2)
-        for host in hosts:
-            scale.run(
-                host.ssh(
-                    identity,
-                    "sudo sh -c 'mkdir -p /run/instinct-fixture && echo %g > /run/instinct-fixture/build-seconds'"
-                    % args.build_seconds,
-                )
-            )
+        scale.set_fixture_knob(hosts, identity, "build-seconds", "%g" % args.build_seconds)
         started = time.time()
         figures, output = scale.timed(
             [scale.ANSIBLE_PLAYBOOK, "-i", inventory_path, "site.yml"],

@@ -56,8 +56,30 @@ API_KEY = "benchmark-key-not-secret"
 SSH_METER = os.path.join(ROOT, "benchmarks", "ssh_meter.py")
 
 
+# Where the roles keep the built wheels on every host (pytorch_wheel_cache, vllm_host_wheel_dir).
+WHEEL_CACHE = "/var/cache/instinct-stack/wheels"
+# Where the fixture sources read the benchmarks' knobs (molecule/shared/mirror/sources/pytorch/setup.py).
+FIXTURE_KNOBS = "/run/instinct-fixture"
+
+
 def run(argv, **kwargs):
     return subprocess.run(argv, check=True, text=True, **kwargs)  # noqa: S603
+
+
+def host_words(host, identity, command):
+    """The words a shell command prints on host, over ssh; none if it fails (a host where nothing was built)."""
+    listing = subprocess.run(host.ssh(identity, command), capture_output=True, text=True, check=False)  # noqa: S603
+    return listing.stdout.split()
+
+
+def set_fixture_knob(hosts, identity, name, value):
+    """Writes value to the fixture knob name on every host."""
+    for host in hosts:
+        run(
+            host.ssh(
+                identity, "sudo sh -c 'mkdir -p %s && echo %s > %s/%s'" % (FIXTURE_KNOBS, value, FIXTURE_KNOBS, name)
+            )
+        )
 
 
 def host_address(index):
@@ -156,29 +178,14 @@ def timed(argv, log_path, **kwargs):
 
 def received_wheel_bytes(host, identity):
     """Bytes of the built wheels a host holds (the stack's artifacts it received, or built if it is the build host)."""
-    listing = subprocess.run(  # noqa: S603
-        host.ssh(identity, "sudo find /var/cache/instinct-stack/wheels -name '*.whl' -printf '%s\\n'"),
-        capture_output=True,
-        text=True,
-        check=False,
+    return sum(
+        int(size) for size in host_words(host, identity, "sudo find %s -name '*.whl' -printf '%%s\\n'" % WHEEL_CACHE)
     )
-    return sum(int(size) for size in listing.stdout.split())
 
 
 def count_torch_builds(hosts, identity):
-    builds = 0
-    for host in hosts:
-        listing = subprocess.run(  # noqa: S603
-            host.ssh(
-                identity,
-                "sudo find /var/cache/instinct-stack/wheels/pytorch -mindepth 2 -maxdepth 2 -name build-info.json",
-            ),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        builds += len(listing.stdout.split())
-    return builds
+    command = "sudo find %s/pytorch -mindepth 2 -maxdepth 2 -name build-info.json" % WHEEL_CACHE
+    return sum(len(host_words(host, identity, command)) for host in hosts)
 
 
 @contextlib.contextmanager
@@ -195,15 +202,7 @@ def prepared_hosts(args, workdir, lower, identity, mirror_url, name, count):
             env=env,
         )
         if args.wheel_mb:
-            # The fixture torch build reads it (molecule/shared/mirror/sources/pytorch/setup.py, WEIGHT_FILE).
-            for host in hosts:
-                run(
-                    host.ssh(
-                        identity,
-                        "sudo sh -c 'mkdir -p /run/instinct-fixture && echo %d > /run/instinct-fixture/wheel-mb'"
-                        % args.wheel_mb,
-                    )
-                )
+            set_fixture_knob(hosts, identity, "wheel-mb", args.wheel_mb)
         yield hosts, inventory, env
 
 

@@ -171,3 +171,41 @@ def test_table_reports_what_crossed_the_controller():
     assert lines[heading + 2].split() == ["ansible", "4", "12.50", "(30.00)", "2.00", "(2.10)", "3.25"]
     # The script's rows have no meter: it is not listed.
     assert not lines[heading + 3].startswith("shell")
+
+
+class LocalHost:
+    """A host whose ssh runs the command here, in a shell, after recording it."""
+
+    def __init__(self, commands):
+        self.commands = commands
+
+    def ssh(self, _identity, command):
+        self.commands.append(command)
+        return ["sh", "-c", command.replace("sudo ", "", 1) if command.startswith("sudo find") else "true"]
+
+
+def test_the_host_queries_read_the_roles_wheel_cache_and_add_up(tmp_path, monkeypatch):
+    cache = tmp_path / "wheels"
+    for key in ("k1", "k2"):
+        (cache / "pytorch" / key).mkdir(parents=True)
+        (cache / "pytorch" / key / "build-info.json").write_text("{}")
+    (cache / "pytorch" / "k1" / "torch.whl").write_bytes(b"x" * 1000)
+    (cache / "vllm").mkdir()
+    (cache / "vllm" / "vllm.whl").write_bytes(b"x" * 24)
+    monkeypatch.setattr(scale, "WHEEL_CACHE", str(cache))
+    commands = []
+    # Two hosts, each with the same two build records.
+    assert scale.count_torch_builds([LocalHost(commands), LocalHost(commands)], "id") == 4
+    assert scale.received_wheel_bytes(LocalHost(commands), "id") == 1024
+    # A host where nothing was built: find fails, and there is nothing to count.
+    monkeypatch.setattr(scale, "WHEEL_CACHE", str(tmp_path / "missing"))
+    assert scale.received_wheel_bytes(LocalHost(commands), "id") == 0
+
+
+def test_a_fixture_knob_is_written_where_the_fixture_reads_it():
+    commands = []
+    scale.set_fixture_knob([LocalHost(commands), LocalHost(commands)], "id", "wheel-mb", 200)
+    assert commands == ["sudo sh -c 'mkdir -p /run/instinct-fixture && echo 200 > /run/instinct-fixture/wheel-mb'"] * 2
+    with open(os.path.join(ROOT, "molecule", "shared", "mirror", "sources", "pytorch", "setup.py")) as handle:
+        fixture = handle.read()
+    assert '"/run/instinct-fixture/wheel-mb"' in fixture and '"/run/instinct-fixture/build-seconds"' in fixture
