@@ -45,7 +45,10 @@ setup() {
   # (each is cached, keyed by its recipe; a second run finds them).
   if selected molecule; then
     local image
-    image=$(molecule/shared/vm/build-image.sh) && python molecule/shared/mirror/build_mirror.py "$image" >/dev/null
+    image=$(molecule/shared/vm/build-image.sh) || return 1
+    # build-image.sh prints the image's directory and nothing else on stdout.
+    [[ -f $image/disk.img ]] || { echo "setup: build-image.sh printed '$image', not an image directory"; return 1; }
+    python molecule/shared/mirror/build_mirror.py "$image" >/dev/null
   fi
 }
 

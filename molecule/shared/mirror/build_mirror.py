@@ -30,6 +30,7 @@ source tree
 result is cached, keyed by this script and the fixtures it reads.
 """
 
+import contextlib
 import hashlib
 import os
 import pathlib
@@ -502,22 +503,43 @@ def recipe_key(image_packages_file):
     return digest.hexdigest()[:16]
 
 
+def default_cache():
+    """Where the mirrors are kept when no cache directory is given: INSTINCT_MIRROR_CACHE, else XDG's cache home."""
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("INSTINCT_MIRROR_CACHE") or os.path.join(xdg, "instinct-stack", "mirror")
+
+
+@contextlib.contextmanager
+def stdout_for_result_only():
+    """Sends everything written to stdout (by Python or a child process: apt-get, gpg, git, pip) to stderr while
+    the block runs; yields a writer for the one result line, which alone reaches the real stdout (callers read
+    stdout whole as the mirror's path)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield lambda line: os.write(saved, (line + "\n").encode())
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    image_packages_file = os.path.join(argv[1], "packages.txt")
-    cache = (
-        argv[2]
-        if len(argv) > 2
-        else os.environ.get(
-            "INSTINCT_MIRROR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "instinct-stack", "mirror")
-        )
-    )
+    with stdout_for_result_only() as result:
+        result(build(argv[1], argv[2] if len(argv) > 2 else default_cache()))
+    return 0
+
+
+def build(image_dir, cache):
+    """The mirror's directory for this image, built unless cached."""
+    image_packages_file = os.path.join(image_dir, "packages.txt")
     out = os.path.join(cache, "mirror-" + recipe_key(image_packages_file))
     if os.path.isfile(os.path.join(out, "rocm", "rocm.gpg.key")):
-        print(out)
-        return 0
+        return out
     os.makedirs(cache, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as work:
         gpg_argv, public_key = new_signing_key(
@@ -549,8 +571,7 @@ def main(argv):
         wheelhouse(os.path.join(staging, "wheels"))
         build_download_files(staging)
         os.rename(staging, out)
-    print(out)
-    return 0
+    return out
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 # The image is cached, keyed by this recipe, so only a changed recipe rebuilds it.
 # Usage: build-image.sh [CACHE_DIR]   prints the directory holding disk.img, vmlinuz, initrd.img
 set -euo pipefail
+# stdout carries the image directory and nothing else (callers read it whole): every other line, ours or a tool's
+# (mke2fs says "Creating regular file ..."), goes to stderr.
+exec 3>&1 1>&2
 
 recipe_dir=$(cd "$(dirname "$0")" && pwd)
 cache_root=${1:-${INSTINCT_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/instinct-stack/vm}}
@@ -21,7 +24,7 @@ disk_size=6G
 key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
 out="$cache_root/debian12-$key"
 if [[ -f "$out/disk.img" && -f "$out/vmlinuz" && -f "$out/initrd.img" && -f "$out/packages.txt" ]]; then
-  echo "$out"
+  echo "$out" >&3
   exit 0
 fi
 
@@ -57,4 +60,4 @@ mkfs.ext4 -q -F -L instinct-root -d "$rootfs" "$work/disk.img" "$disk_size"
 mkdir -p "$out.tmp"
 mv "$work/disk.img" "$work/vmlinuz" "$work/initrd.img" "$work/packages.txt" "$out.tmp/"
 mv "$out.tmp" "$out"
-echo "$out"
+echo "$out" >&3

@@ -49,8 +49,7 @@ def guest_image(on_build=None):
 
 def mirror_cache():
     """Where build_mirror.py keeps its mirrors when given no cache directory."""
-    default = os.path.join(os.path.expanduser("~"), ".cache", "instinct-stack", "mirror")
-    return os.environ.get("INSTINCT_MIRROR_CACHE", default)
+    return build_mirror.default_cache()
 
 
 def mirror_cached(image_dir):
