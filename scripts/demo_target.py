@@ -49,7 +49,7 @@ SERVICE = {"name": "demo", "model": "fixture-model", "port": 8000}
 PROMPT = "Hello from scripts/run.sh: which stack is serving this request?"
 # What the first run builds, and how long it took on this project's 2-core machine (BENCHMARKS.md).
 IMAGE_BUILD = (
-    "the guest image %s, once: debootstrap of Debian 12 with systemd, sshd, python3 and clang-16 "
+    "the guest image %s, once: debootstrap of a minimal Debian 12: systemd, sshd, sudo, python3 "
     "(about 2.5 min here; later runs reuse it)"
 )
 MIRROR_BUILD = (

@@ -50,8 +50,9 @@ RUN_CONTROLS = ("instinct_rollout_lock", "instinct_converged")
 TREE_PARTS = ("roles", "plugins", "playbooks")
 DEFAULT_STACK_ROOT = "/opt/instinct-stack"
 DEFAULT_STORE_UNIT = "instinct-stack-store.service"
+DEFAULT_HOST_PACKAGES = ("python3-venv", "python3-dev")
 # The variables watch_list() reads.
-WATCH_INPUTS = ("vllm_stack_root", "rocm_packages", "vllm_store_unit")
+WATCH_INPUTS = ("vllm_stack_root", "rocm_packages", "vllm_store_unit", "vllm_host_packages")
 DIRECTORY = "directory"
 UNREADABLE = "unreadable"
 
@@ -152,8 +153,15 @@ def watch_list(variables):
         "/etc/apt/preferences.d/rocm-pin",
         "/opt/rocm-*/.info/version",
     ]
+    # vllm: what an inference host needs to run a stack (roles/vllm/defaults: vllm_host_packages).
+    host_packages = variables.get("vllm_host_packages")
+    if not isinstance(host_packages, (list, tuple)):
+        host_packages = DEFAULT_HOST_PACKAGES
+    packages = sorted(set(packages) | {str(name) for name in host_packages})
     for package in packages:
         files += ["/var/lib/dpkg/info/%s.list" % package, "/var/lib/dpkg/info/%s:*.list" % package]
+    # rocm: the mirror's distribution packages as an apt source (rocm_distribution_from_mirror).
+    files.append("/etc/apt/sources.list.d/instinct-distribution.sources")
     files += [
         "/usr/src/amdgpu-*/dkms.conf",
         "/var/lib/instinct-stack/amdgpu-driver.json",

@@ -262,8 +262,13 @@ def build_parser():
 
     mirror_parser = commands.add_parser("mirror", help="build or verify an air-gapped mirror")
     mirror_commands = mirror_parser.add_subparsers(dest="mirror_command", required=True)
-    build = mirror_commands.add_parser("build", help="gather packages, sources and wheels into DEST (needs network)")
-    build.add_argument("config", help="YAML: rocm_version, amdgpu_version, suite, repo_base_url, packages, git, wheels")
+    build = mirror_commands.add_parser(
+        "build", help="gather ROCm and distribution packages, sources and wheels into DEST (needs network)"
+    )
+    build.add_argument(
+        "config",
+        help="YAML: rocm_version, amdgpu_version, suite, repo_base_url, packages, distributions, git, wheels",
+    )
     build.add_argument("dest", help="an empty or new directory")
     build.set_defaults(handler=cmd_mirror_build)
     check = mirror_commands.add_parser("verify", help="check DEST against its manifest")

@@ -6,11 +6,16 @@ leaves the machine's apt untouched) for the ROCm and amdgpu packages, `git clone
 sources and every submodule they reference, `pip download` for the wheelhouse, and the files the source
 builds would download at build time (Triton's prebuilt LLVM, PyTorch's AOTriton), named from the mirrored
 sources at their pinned commits. The apt indexes are regenerated with apt-ftparchive and signed with the
-mirror's own key. A manifest lists every file with its SHA-256; `instinct-stack mirror verify DEST` checks
-it and names any build-time download the mirrored sources need that the mirror lacks.
+mirror's own key. The distribution packages a minimal host needs (`distributions`: python3-venv, compilers, git,
+and whatever the ROCm packages depend on) come from each distribution's archive the same way: apt resolves them
+in a private apt root that holds the distribution and the ROCm/amdgpu repositories together, and the mirror keeps
+what the distribution serves, in a repository of its own signed with the same key. A manifest lists every file
+with its SHA-256; `instinct-stack mirror verify DEST` checks it and names any build-time download the mirrored
+sources need that the mirror lacks, and any requested distribution package its index does not list.
 
 Layout (what the roles expect under instinct_mirror_url):
     rocm/rocm.gpg.key, rocm/apt/ROCM/dists/SUITE, amdgpu/AMDGPU/ubuntu/dists/SUITE,
+    distribution/NAME/dists/SUITE (NAME: the host's distribution in lower case, debian or ubuntu),
     git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/,
     files/HOST/PATH (build-time downloads), manifest.json
 """
@@ -76,7 +81,82 @@ def load_config(path):
     # still stored under its upstream URL's files/HOST/PATH.
     config.setdefault("download_rewrites", {})
     config.update(download_settings(config))
+    config["distributions"] = distribution_settings(path, config.get("distributions", []))
     return config
+
+
+# A distribution's name is a directory of the mirror and what a host looks for (ansible_facts.distribution | lower).
+DISTRIBUTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+# A suite is a directory under dists/.
+DISTRIBUTION_SUITE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ABSOLUTE_URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+DISTRIBUTION_KEYS = {"name", "url", "suite", "keyring", "key_url", "packages", "components"}
+
+
+def distribution_settings(path, entries):
+    """The `distributions` entries of a configuration, checked, with components defaulting to [main] and a relative
+    keyring resolved against the configuration's directory."""
+    if not isinstance(entries, list):
+        raise BadInput(
+            "%s: distributions must be a list of mappings (name, url, suite, keyring or key_url, packages)" % path
+        )
+    checked, names = [], set()
+    for index, entry in enumerate(entries):
+        where = "%s: distributions[%d]" % (path, index)
+        if not isinstance(entry, dict):
+            raise BadInput("%s: expected a mapping (name, url, suite, keyring or key_url, packages)" % where)
+        if isinstance(entry.get("name"), str):
+            where = "%s (%s)" % (where, entry["name"])
+        unknown = sorted(str(key) for key in set(entry) - DISTRIBUTION_KEYS)
+        if unknown:
+            raise BadInput(
+                "%s: unknown key %s (known: %s)" % (where, ", ".join(unknown), ", ".join(sorted(DISTRIBUTION_KEYS)))
+            )
+        for key in ("name", "url", "suite", "packages"):
+            if key not in entry:
+                raise BadInput("%s: missing %r" % (where, key))
+        name = entry["name"]
+        if not isinstance(name, str) or not DISTRIBUTION_NAME.match(name):
+            raise BadInput(
+                "%s: name %r is not a plain identifier (lower-case letters, digits, - and _, starting with a letter); "
+                "hosts look for their distribution in lower case: debian or ubuntu" % (where, name)
+            )
+        if name in names:
+            raise BadInput("%s: a second distribution named %r" % (where, name))
+        names.add(name)
+        if not isinstance(entry["url"], str) or not ABSOLUTE_URL.match(entry["url"]):
+            raise BadInput("%s: url %r is not an absolute URL such as http://HOST/debian" % (where, entry["url"]))
+        if not isinstance(entry["suite"], str) or not DISTRIBUTION_SUITE.match(entry["suite"]):
+            raise BadInput("%s: suite %r is not a suite name such as bookworm or noble" % (where, entry["suite"]))
+        packages = entry["packages"]
+        if not isinstance(packages, list) or not packages or not all(isinstance(p, str) and p for p in packages):
+            raise BadInput("%s: packages must be a non-empty list of package names" % where)
+        components = entry.get("components", ["main"])
+        if not isinstance(components, list) or not components or not all(isinstance(c, str) and c for c in components):
+            raise BadInput("%s: components must be a non-empty list such as [main, universe]" % where)
+        if ("keyring" in entry) == ("key_url" in entry):
+            raise BadInput(
+                "%s: give exactly one of keyring (a local keyring file that signs the archive's Release) or key_url "
+                "(an armored key's URL)%s" % (where, ", not both" if "keyring" in entry else "")
+            )
+        settings = {
+            "name": name,
+            "url": entry["url"].rstrip("/"),
+            "suite": entry["suite"],
+            "components": components,
+            "packages": packages,
+        }
+        if "keyring" in entry:
+            keyring = Path(path).parent / Path(str(entry["keyring"])).expanduser()
+            if not keyring.is_file():
+                raise BadInput("%s: keyring %s is not a file" % (where, keyring))
+            settings["keyring"] = str(keyring)
+        elif isinstance(entry["key_url"], str) and ABSOLUTE_URL.match(entry["key_url"]):
+            settings["key_url"] = entry["key_url"]
+        else:
+            raise BadInput("%s: key_url %r is not an absolute URL of an armored key" % (where, entry["key_url"]))
+        checked.append(settings)
+    return checked
 
 
 def download_settings(source):
@@ -98,20 +178,49 @@ def repo_paths(config):
     }
 
 
-def apt_packages(config, dest, work):
-    """Download the requested packages and their dependencies that the ROCm/amdgpu repositories serve."""
+def distribution_path(name):
+    return "distribution/%s" % name
+
+
+def upstream_key(work, name, url=None, keyring=None):
+    """A repository's signing key (fetched from url, or copied from a local keyring file) under work/keys/, named as
+    apt's signed-by needs it: .asc for an armored key, .gpg for a binary keyring."""
+    keys = work / "keys"
+    for stored in keys.glob(name + ".*"):
+        return stored
+    if url is not None:
+        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - the configured key URL
+            data = response.read()
+    else:
+        data = Path(keyring).read_bytes()
+    keys.mkdir(parents=True, exist_ok=True)
+    stored = keys / (name + (".asc" if data.lstrip().startswith(b"-----BEGIN PGP") else ".gpg"))
+    stored.write_bytes(data)
+    return stored
+
+
+def rocm_repositories(config, work):
+    """The ROCm and amdgpu repositories of the configuration: {name: {url, suite, components, key}}."""
     base = config["repo_base_url"].rstrip("/")
-    root = work / "apt"
+    key = upstream_key(work, "rocm", url=config["key_url"])
+    return {
+        name: {"url": "%s/%s" % (base, path), "suite": config["suite"], "components": ["main"], "key": key}
+        for name, path in repo_paths(config).items()
+    }
+
+
+def private_apt_root(root, repositories):
+    """An apt root under root whose only sources are repositories ({name: {url, suite, components, key}}), its lists
+    read (apt-get update); returns the apt options that use it. The machine's own apt is untouched."""
     for sub in ("lists/partial", "cache/archives/partial", "etc/sources.list.d", "etc/preferences.d"):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    key = root / "upstream.asc"
-    with urllib.request.urlopen(config["key_url"], timeout=60) as response:  # noqa: S310 - the configured key URL
-        key.write_bytes(response.read())
-    paths = repo_paths(config)
-    sources = "".join(
-        "deb [arch=amd64 signed-by=%s] %s/%s %s main\n" % (key, base, path, config["suite"]) for path in paths.values()
+    (root / "etc" / "sources.list").write_text(
+        "".join(
+            "deb [arch=amd64 signed-by=%s] %s %s %s\n"
+            % (repo["key"], repo["url"], repo["suite"], " ".join(repo["components"]))
+            for repo in repositories.values()
+        )
     )
-    (root / "etc" / "sources.list").write_text(sources)
     options = [
         "-o",
         "Dir::Etc::SourceList=%s" % (root / "etc" / "sources.list"),
@@ -133,28 +242,55 @@ def apt_packages(config, dest, work):
         "Debug::NoLocking=1",
     ]
     run(["apt-get", *options, "update"])
-    # Only the ROCm and amdgpu repositories are configured in this apt root, so every package it knows is theirs.
-    served = {
+    return options
+
+
+def available(apt_options):
+    """The names of every package the apt root's repositories serve."""
+    return {
         line.split(": ", 1)[1]
-        for line in run(["apt-cache", *options, "dumpavail"]).splitlines()
+        for line in run(["apt-cache", *apt_options, "dumpavail"]).splitlines()
         if line.startswith("Package: ")
     }
-    closure = dependency_closure(options, config["packages"])
-    missing = sorted(set(config["packages"]) - served)
-    if missing:
-        raise MirrorError("the repositories at %s serve no package named %s" % (base, ", ".join(missing)))
-    wanted = sorted(name for name in closure if name in served)
-    # apt says where each file comes from, which tells the two repositories apart.
+
+
+def apt_uri(url):
+    """A URL as apt prints it: file:///x becomes file:/x."""
+    return re.sub(r"^file:/+", "file:/", url.rstrip("/"))
+
+
+def locate(apt_options, packages, repositories):
+    """{file name: repository name} of what apt-get download would fetch for packages: apt says where each file comes
+    from (--print-uris), which tells the repositories apart (the longest repository URL the file's URI starts with)."""
+    prefixes = {name: apt_uri(repo["url"]) + "/" for name, repo in repositories.items()}
     origin = {}
-    for line in run(["apt-get", *options, "--print-uris", "download", *wanted]).splitlines():
-        uri, filename = line.split()[0].strip("'"), line.split()[1]
-        origin[filename] = next(name for name, path in paths.items() if "/%s/" % path in uri)
-    downloads = work / "debs"
-    downloads.mkdir()
-    run(["apt-get", *options, "download", *wanted], cwd=downloads)
+    for line in run(["apt-get", *apt_options, "--print-uris", "download", *packages]).splitlines():
+        if not line.strip():
+            continue
+        uri, filename = apt_uri(line.split()[0].strip("'")), line.split()[1]
+        matches = [(len(prefix), name) for name, prefix in prefixes.items() if uri.startswith(prefix)]
+        if not matches:
+            raise MirrorError(
+                "apt fetches %s from %s, under none of %s" % (filename, uri, ", ".join(sorted(prefixes.values())))
+            )
+        origin[filename] = max(matches)[1]
+    return origin
+
+
+def package_of(filename):
+    """The package name of an apt-get download file name (NAME_VERSION_ARCH.deb)."""
+    return filename.split("_", 1)[0]
+
+
+def download_to_pools(apt_options, origin, pools, downloads):
+    """apt-get download of the files of origin ({file name: repository name}) whose repository has a pool in pools
+    ({repository name: pool directory}), each copied into its pool; returns {repository name: [file names]}."""
+    wanted = sorted(package_of(filename) for filename, name in origin.items() if name in pools)
+    downloads.mkdir(parents=True)
+    if wanted:
+        run(["apt-get", *apt_options, "download", *wanted], cwd=downloads)
     result = {}
-    for name, path in paths.items():
-        pool = dest / path / "pool" / "main"
+    for name, pool in pools.items():
         pool.mkdir(parents=True, exist_ok=True)
         for deb in downloads.iterdir():
             if origin.get(deb.name) == name:
@@ -162,6 +298,67 @@ def apt_packages(config, dest, work):
                 shutil.copy2(deb, pool / re.sub(r"_\d+%3a", "_", deb.name))
         result[name] = sorted(p.name for p in pool.iterdir())
     return result
+
+
+def apt_packages(config, dest, work):
+    """Download the requested packages and their dependencies that the ROCm/amdgpu repositories serve."""
+    repositories = rocm_repositories(config, work)
+    options = private_apt_root(work / "apt", repositories)
+    # Only the ROCm and amdgpu repositories are configured in this apt root, so every package it knows is theirs.
+    served = available(options)
+    missing = sorted(set(config["packages"]) - served)
+    if missing:
+        raise MirrorError(
+            "the repositories at %s serve no package named %s"
+            % (config["repo_base_url"].rstrip("/"), ", ".join(missing))
+        )
+    closure = dependency_closure(options, config["packages"])
+    origin = locate(options, sorted(name for name in closure if name in served), repositories)
+    paths = repo_paths(config)
+    return download_to_pools(
+        options, origin, {name: dest / path / "pool" / "main" for name, path in paths.items()}, work / "debs"
+    )
+
+
+def distribution_packages(config, distribution, dest, work):
+    """The distribution's requested packages and everything they and the ROCm packages depend on that the
+    distribution serves, resolved by apt in an apt root holding the distribution and the ROCm/amdgpu repositories,
+    into distribution/NAME/pool/main/; returns the file names."""
+    name = distribution["name"]
+    where = "distribution %s (%s %s)" % (name, distribution["url"], distribution["suite"])
+    key = upstream_key(
+        work, "distribution-" + name, url=distribution.get("key_url"), keyring=distribution.get("keyring")
+    )
+    repositories = dict(
+        rocm_repositories(config, work),
+        distribution={
+            "url": distribution["url"],
+            "suite": distribution["suite"],
+            "components": distribution["components"],
+            "key": key,
+        },
+    )
+    try:
+        options = private_apt_root(work / ("apt-distribution-" + name), repositories)
+    except MirrorError as error:
+        raise MirrorError("%s: %s" % (where, error)) from None
+    served = available(options)
+    unknown = sorted(set(distribution["packages"]) - served)
+    if unknown:
+        raise MirrorError("%s serves no package named %s" % (where, ", ".join(unknown)))
+    closure = dependency_closure(options, [*distribution["packages"], *config["packages"]])
+    origin = locate(options, sorted(package for package in closure if package in served), repositories)
+    from_distribution = {package_of(filename) for filename, repo in origin.items() if repo == "distribution"}
+    elsewhere = sorted(set(distribution["packages"]) - from_distribution)
+    if elsewhere:
+        raise MirrorError(
+            "%s: apt takes %s from the ROCm/amdgpu repositories, not from the distribution; "
+            "list them under the top-level packages" % (where, ", ".join(elsewhere))
+        )
+    pool = dest / distribution_path(name) / "pool" / "main"
+    return download_to_pools(options, origin, {"distribution": pool}, work / ("debs-distribution-" + name))[
+        "distribution"
+    ]
 
 
 def dependency_closure(apt_options, packages):
@@ -240,13 +437,22 @@ def new_signing_key(gnupg, uid):
     )
 
 
-def sign_repositories(config, dest, work):
-    """Regenerate Packages/Release for each repository and sign them with a key made for this mirror."""
+def mirror_signing_key(dest, work):
+    """The key made for this mirror, its public half at rocm/rocm.gpg.key (what the hosts trust for every repository
+    of the mirror); returns the gpg argv that signs with it."""
     gpg_argv, public_key = new_signing_key(work / "gnupg", "instinct.stack mirror %s" % dest.name)
     (dest / "rocm").mkdir(exist_ok=True)
     (dest / "rocm" / "rocm.gpg.key").write_text(public_key)
+    return gpg_argv
+
+
+def sign_repositories(config, dest, gpg_argv):
+    """Regenerate Packages/Release for each repository, the ROCm/amdgpu ones and each distribution's, and sign them
+    with the mirror's key (gpg_argv, from mirror_signing_key)."""
     for path in repo_paths(config).values():
         write_signed_index(dest / path, config["suite"], "pool", gpg_argv)
+    for distribution in config["distributions"]:
+        write_signed_index(dest / distribution_path(distribution["name"]), distribution["suite"], "pool", gpg_argv)
 
 
 def git_file(bare, commit, path):
@@ -449,7 +655,15 @@ def build(config_path, dest):
     with tempfile.TemporaryDirectory(prefix="instinct-mirror-") as tmp:
         work = Path(tmp)
         debs = apt_packages(config, dest, work)
-        sign_repositories(config, dest, work)
+        distributions = {
+            distribution["name"]: {
+                "suite": distribution["suite"],
+                "packages": list(distribution["packages"]),
+                "files": distribution_packages(config, distribution, dest, work),
+            }
+            for distribution in config["distributions"]
+        }
+        sign_repositories(config, dest, mirror_signing_key(dest, work))
         refs = git_repositories(config, dest, work)
         downloads = fetch_downloads(config, dest, needed_downloads(config, dest, refs))
         wheels = wheelhouse(config, dest)
@@ -458,6 +672,7 @@ def build(config_path, dest):
         "amdgpu_version": config["amdgpu_version"],
         "suite": config["suite"],
         "packages": debs,
+        "distributions": distributions,
         "git": refs,
         "wheels": wheels,
         "downloads": downloads,
@@ -467,7 +682,8 @@ def build(config_path, dest):
 
 
 def verify(dest):
-    """Problems found: files missing, changed, or not in the manifest. Empty when the mirror is intact."""
+    """Problems found: files missing, changed, or not in the manifest, requested distribution packages missing from
+    their index, build-time downloads missing. Empty when the mirror is intact."""
     dest = Path(dest)
     manifest_path = dest / MANIFEST
     if not manifest_path.is_file():
@@ -484,6 +700,17 @@ def verify(dest):
     for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
         if str(path.relative_to(dest)) not in listed:
             problems.append("not in the manifest: %s" % path.relative_to(dest))
+    # Each distribution's requested packages, in its index: the hosts install them by name from it.
+    for name, distribution in sorted(manifest.get("distributions", {}).items()):
+        index = dest / distribution_path(name) / "dists" / distribution["suite"] / "main" / "binary-amd64" / "Packages"
+        listed = (
+            {line.split(": ", 1)[1] for line in index.read_text().splitlines() if line.startswith("Package: ")}
+            if index.is_file()
+            else set()
+        )
+        for package in distribution["packages"]:
+            if package not in listed:
+                problems.append("missing distribution package: %s (%s %s)" % (package, name, distribution["suite"]))
     # What the mirrored sources download at build time, read again from them: a mirror made before a source pinned
     # a new LLVM, or without the build-time downloads, is named here instead of failing a build on the hosts.
     if manifest.get("git"):

@@ -57,7 +57,7 @@ def test_user_in_gpu_groups(host):
 
 def test_reboot_pending_from_the_driver_not_from_a_marker(host):
     # The real amdgpu-dkms, like the fixture, writes no /var/run/reboot-required: the rocm role found the pending
-    # reboot from the installed and the loaded module, and with rocm_reboot=never the host keeps running.
+    # reboot from the installed and the loaded module, and with rocm_reboot=defer the host goes on.
     assert not host.file("/var/run/reboot-required").exists
     with host.sudo():
         record = json.loads(host.file("/var/lib/instinct-stack/amdgpu-driver.json").content_string)

@@ -55,12 +55,27 @@ ROCMINFO_FIXTURE = os.path.join(REPO, "tests", "fixtures", "rocminfo", "mi300x-8
 SUITES = ("jammy", "noble")
 # (ROCm release, its amdgpu driver release, KFD module version the driver reports)
 RELEASES = (("7.0.2", "30.10.2", "6.14.14"),)
-# Debian packages that the roles install in the molecule scenarios (toolchain_* defaults for Debian 12, and ccache:
-# the pytorch role compiles through it by default, pytorch_ccache).
-DEBIAN_SUITE = "bookworm"
-DEBIAN_PACKAGES = ("gcc-11", "g++-11", "ccache")
-# The Debian clang that stands in for ROCm's (rocm-llvm); the guest image carries it.
+# The Debian clang that stands in for ROCm's: the fixture rocm-llvm depends on it, so apt installs it with ROCm.
 CLANG_PACKAGE = "clang-16"
+# Debian packages that the roles install on the minimal guests of the molecule scenarios: Ansible's apt module
+# bootstraps python3-apt and the rocm role installs python3-debian (ansible.builtin.deb822_repository); the toolchain
+# role's compilers for Debian 12 (toolchain_* defaults, the distribution's gcc-12 as the fallback); the build host's
+# tools (pytorch role: git, python3-venv, python3-dev, ccache); the inference host's (vllm role: python3-venv, and
+# python3-dev for Triton's launcher, which it compiles at run time); what the ROCm fixture depends on (CLANG_PACKAGE).
+DEBIAN_SUITE = "bookworm"
+DEBIAN_PACKAGES = (
+    "python3-apt",
+    "python3-debian",
+    "gcc-11",
+    "g++-11",
+    "gcc-12",
+    "g++-12",
+    "git",
+    "python3-venv",
+    "python3-dev",
+    "ccache",
+    CLANG_PACKAGE,
+)
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.0-fixture"}
@@ -184,8 +199,8 @@ def rocm_packages(rocm, suite):
             {},
         ),
         (
-            # ROCm's LLVM (clang, clang++ and libomp under lib/llvm). The fixture's clang is Debian's clang-16, which
-            # the guest image carries (molecule/shared/vm/build-image.sh), linked where ROCm's would be.
+            # ROCm's LLVM (clang, clang++ and libomp under lib/llvm). The fixture's clang is Debian's clang-16, a
+            # dependency apt installs from the distribution's repository with ROCm, linked where ROCm's would be.
             "rocm-llvm",
             version("20.0.0.25314"),
             ["rocm-core", CLANG_PACKAGE],
@@ -317,14 +332,31 @@ def publish(repo_dir, suite, debs_by_suite, gpg_argv):
 
 
 def debian_subset(image_packages_file, workdir):
-    """Download DEBIAN_PACKAGES and every dependency the guest image lacks, with apt's own resolver."""
+    """Download DEBIAN_PACKAGES and every dependency the guest image lacks, with apt's own resolver: each package of
+    the closure whose candidate here is not the version the image holds (a newer one is an upgrade the guest needs:
+    apt's dependencies name exact versions, python3.11-dev's the python3.11 beside it)."""
     with open(image_packages_file) as handle:
-        in_image = set(handle.read().split())
+        in_image = dict(line.split(" ", 1) for line in handle.read().splitlines() if line.strip())
     closure = dependency_closure([], DEBIAN_PACKAGES)
-    wanted = sorted(closure - in_image)
+    candidates = candidate_versions(closure)
+    wanted = sorted(name for name in closure if in_image.get(name) != candidates.get(name))
     os.makedirs(workdir, exist_ok=True)
     subprocess.run(["apt-get", "download", "-q", *wanted], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     return [os.path.join(workdir, deb) for deb in sorted(os.listdir(workdir)) if deb.endswith(".deb")]
+
+
+def candidate_versions(names):
+    """The version apt would install of each package here (name -> version)."""
+    shown = subprocess.run(
+        ["apt-cache", "show", "--no-all-versions", *sorted(names)], check=True, capture_output=True, text=True
+    ).stdout
+    versions, name = {}, None
+    for line in shown.splitlines():
+        if line.startswith("Package: "):
+            name = line.split(": ", 1)[1]
+        elif line.startswith("Version: ") and name:
+            versions[name] = line.split(": ", 1)[1]
+    return versions
 
 
 def git(cwd, *args):

@@ -12,13 +12,14 @@ cache_root=${1:-${INSTINCT_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/instinct-st
 suite=bookworm
 mirror=${INSTINCT_DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
-packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,python3-apt,python3-venv,python3-pip,python3-dev,git,g++,make,kmod,iproute2,ca-certificates,curl,procps,less
-# Debian's clang stands in for the clang of ROCm's rocm-llvm package (the fixture links it under /opt/rocm/lib/llvm):
-# the fixture hipcc compiles with it, so the GCC installation it picks is a real clang's choice.
-packages+=,clang-16
-# ansible.builtin.deb822_repository needs python3-debian on the host; the rocm role installs it from the
-# distribution, which the air-gapped scenario has no mirror of, so the image carries it as a site's base image would.
-packages+=,python3-debian
+# What a minimal server install holds (Debian's netinst with only "SSH server", or Ubuntu Server minimized): a kernel,
+# systemd, an SSH server, sudo and python3 for Ansible, and nothing the roles need. Everything else (python3-apt,
+# python3-debian, python3-venv, python3-dev, git, the compilers, the clang that the fixture rocm-llvm depends on) the
+# roles install themselves, from the fixture mirror's Debian subset or, air-gapped, from `instinct-stack mirror build`'s
+# distribution packages: a package added here would hide a role that forgot it.
+packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,kmod,iproute2,ca-certificates,procps,less
+# curl is the verifiers' HTTP client on the hosts (testinfra runs it); no role uses it (tests/unit/harness checks).
+packages+=,curl
 disk_size=6G
 
 key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
@@ -52,7 +53,9 @@ echo "ansible ALL=(ALL) NOPASSWD: ALL" >"$rootfs/etc/sudoers.d/ansible"
 chmod 0440 "$rootfs/etc/sudoers.d/ansible"
 chroot "$rootfs" apt-get clean
 # The fixture mirror serves only the distribution packages that the guest lacks.
-chroot "$rootfs" dpkg-query -W -f '${Package}\n' | sort -u >"$work/packages.txt"
+# Name and version: the subset must carry a newer version of an image package that another one needs (python3.11-dev
+# from bookworm-security depends on the same python3.11, newer than the one debootstrap took from bookworm).
+chroot "$rootfs" dpkg-query -W -f '${Package} ${Version}\n' | sort -u >"$work/packages.txt"
 rm -f "$rootfs"/etc/ssh/ssh_host_*key*  # regenerated per guest at boot
 cp -L "$rootfs/vmlinuz" "$work/vmlinuz"
 cp -L "$rootfs/initrd.img" "$work/initrd.img"

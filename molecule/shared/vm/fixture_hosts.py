@@ -89,6 +89,8 @@ def fixture_vars(identity, mirror_url):
         "rocm_repo_base_url": mirror_url,
         # The hosts share this machine's kernel; the mirror has no headers package for it.
         "rocm_install_kernel_headers": False,
+        # The amdgpu module never loads on these hosts: the reboot stays pending, and they build anyway.
+        "rocm_reboot": "defer",
         "rocm_users": ["ansible"],
         "pytorch_git_url": mirror_url + "/git/pytorch.git",
         # The fixture PyTorch's .gitmodules name https://github.com/ as upstream's do; the mirror serves them.

@@ -391,9 +391,10 @@ def serving_fixture_vllm(tmp_path, api_key):
     amdsmi = fixture_amdsmi(tmp_path, gpus=True)
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(amdsmi), os.path.join(SOURCES, "vllm")]),
+        PYTHONPATH=os.pathsep.join([str(amdsmi), os.path.join(SOURCES, "vllm"), fixture_triton(tmp_path)]),
         PYTHONDONTWRITEBYTECODE="1",
         VLLM_API_KEY=api_key,
+        TRITON_CACHE_DIR=str(tmp_path / "triton-cache"),
     )
     server = subprocess.Popen(
         [sys.executable, "-c", "from vllm.entrypoints.cli import main; main()", "serve", "fixture-model"]
@@ -455,3 +456,79 @@ def test_fixture_vllm_chat_completions_answer_in_openais_shape_behind_the_api_ke
     finally:
         server.kill()
         server.wait()
+
+
+def fixture_triton(tmp_path):
+    """The fixture triton package as its wheel installs it: the source tree and the _build_info its build writes."""
+    import shutil
+
+    top = tmp_path / "triton-installed"
+    if not top.exists():
+        shutil.copytree(os.path.join(SOURCES, "triton", "triton"), top / "triton")
+        (top / "triton" / "_build_info.py").write_text('commit = "0" * 40\nbackend = "hip"\nllvm = ""\n')
+    return str(top)
+
+
+def triton_runtime(tmp_path, code, **env):
+    """Runs code with the fixture triton's runtime importable, its launcher cache in tmp_path."""
+    environment = dict(
+        os.environ,
+        PYTHONPATH=fixture_triton(tmp_path),
+        PYTHONDONTWRITEBYTECODE="1",
+        TRITON_CACHE_DIR=str(tmp_path / "triton-cache"),
+    )
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=str(tmp_path), env=environment, capture_output=True, text=True, check=False
+    )
+
+
+def test_triton_compiles_its_launcher_at_run_time_against_the_python_headers(tmp_path):
+    # triton/runtime/build.py: a CPython extension built with the C compiler, imported, cached for the next start.
+    run = triton_runtime(tmp_path, "from triton.runtime.build import compile_launcher; print(compile_launcher())")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().startswith(str(tmp_path / "triton-cache"))
+    assert os.path.isfile(run.stdout.strip())
+
+
+def test_triton_without_a_c_compiler_fails_with_upstreams_message(tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    run = triton_runtime(
+        tmp_path, "from triton.runtime.build import compile_launcher; compile_launcher()", PATH=str(empty)
+    )
+    assert run.returncode != 0
+    assert "Failed to find C compiler. Please specify via CC environment variable." in run.stderr
+
+
+def test_triton_without_the_python_headers_fails_to_compile(tmp_path):
+    # A host without python3-dev: the include directory sysconfig names has no Python.h.
+    code = "import triton.runtime.build as b; b.python_include_dir = lambda: %r; b.compile_launcher()" % str(
+        tmp_path / "no-headers"
+    )
+    run = triton_runtime(tmp_path, code)
+    assert run.returncode != 0
+    assert "Python.h" in run.stderr
+
+
+def test_vllm_serve_dies_at_the_first_kernel_on_a_host_without_a_c_compiler(tmp_path):
+    amdsmi = fixture_amdsmi(tmp_path, gpus=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(amdsmi), os.path.join(SOURCES, "vllm"), fixture_triton(tmp_path)]),
+        PYTHONDONTWRITEBYTECODE="1",
+        TRITON_CACHE_DIR=str(tmp_path / "triton-cache"),
+        CC=str(tmp_path / "no-such-cc"),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", "from vllm.entrypoints.cli import main; main()", "serve", "model", "--port", "0"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode != 0
+    assert "Triton could not compile its launcher" in run.stderr
+    assert "Engine core initialization failed" in run.stderr

@@ -136,6 +136,10 @@ def test_the_watch_list_names_what_the_roles_manage():
         "/etc/instinct-stack/vllm/*",
         "/etc/systemd/system/instinct-stack-store.service",
         "/opt/instinct-stack/current/.verified",
+        # What an inference host needs to run a stack, and the mirror's distribution source (minimal hosts).
+        "/var/lib/dpkg/info/python3-venv.list",
+        "/var/lib/dpkg/info/python3-dev.list",
+        "/etc/apt/sources.list.d/instinct-distribution.sources",
     ):
         assert path in files
     assert watch["links"] == ["/opt/rocm", "/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/cc", "/usr/bin/c++",
@@ -146,14 +150,21 @@ def test_the_watch_list_names_what_the_roles_manage():
 
 def test_the_watch_list_follows_the_inventory():
     watch = converged.watch_list(
-        {"vllm_stack_root": "/srv/stack/", "rocm_packages": ["rocm-hip-runtime"], "vllm_store_unit": "store.service"}
+        {
+            "vllm_stack_root": "/srv/stack/",
+            "rocm_packages": ["rocm-hip-runtime"],
+            "vllm_store_unit": "store.service",
+            "vllm_host_packages": ["python3.12-venv"],
+        }
     )
+    assert "/var/lib/dpkg/info/python3.12-venv.list" in watch["files"]
+    assert "/var/lib/dpkg/info/python3-venv.list" not in watch["files"]
     assert "/srv/stack/current/.verified" in watch["files"] and "/srv/stack/previous" in watch["links"]
     assert "/var/lib/dpkg/info/rocm-hip-runtime.list" in watch["files"]
     assert "/var/lib/dpkg/info/rocm.list" not in watch["files"]
     assert "/etc/systemd/system/store.service" in watch["files"] and "store.service" in watch["units"]
     assert watch["stack_root"] == "/srv/stack"
-    assert set(converged.WATCH_INPUTS) == {"vllm_stack_root", "rocm_packages", "vllm_store_unit"}
+    assert set(converged.WATCH_INPUTS) == {"vllm_stack_root", "rocm_packages", "vllm_store_unit", "vllm_host_packages"}
 
 
 def test_the_summary_takes_the_last_driver_check():

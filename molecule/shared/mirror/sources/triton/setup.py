@@ -94,4 +94,8 @@ with open(os.path.join(ROOT, "triton", "_build_info.py"), "w") as handle:
         % (commit, os.path.basename(os.environ.get("LLVM_SYSPATH", "").rstrip("/")))
     )
 
-setup(name=os.environ.get("TRITON_WHEEL_NAME", "triton"), version="3.5.0+git%s" % commit[:8], packages=["triton"])
+setup(
+    name=os.environ.get("TRITON_WHEEL_NAME", "triton"),
+    version="3.5.0+git%s" % commit[:8],
+    packages=["triton", "triton.runtime"],
+)

@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -109,6 +110,16 @@ def main(argv=None):
     if loads_only_on and not (os.path.realpath(sys.prefix) + "/").startswith(os.path.realpath(loads_only_on) + "/"):
         logging.error("the model does not load on the stack in %s (FIXTURE_VLLM_LOADS_ONLY_ON)", sys.prefix)
         sys.exit(ENGINE_CORE_ERROR)
+    # The engine runs its first kernels (the profile run) before the server answers /health, and Triton compiles its
+    # launcher there (triton/runtime/build.py): a host without a C compiler or the Python headers fails here.
+    from triton.runtime.build import compile_launcher
+
+    try:
+        launcher = compile_launcher()
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        logging.error("Triton could not compile its launcher: %s", error)
+        sys.exit(ENGINE_CORE_ERROR)
+    logging.info("Triton launcher: %s", launcher)
     api_key = os.environ.get("VLLM_API_KEY")
     model = args.served_model_name or args.model
 
