@@ -83,7 +83,7 @@ def upstream(tmp_path_factory):
     work = tmp_path_factory.mktemp("work")
     tree = base / "site"
     amd_argv, amd_key = mirror.new_signing_key(work / "amd-gnupg", "AMD stand-in <amd@instinct-stack.invalid>")
-    archive_argv, _ = mirror.new_signing_key(
+    archive_argv, _archive_key = mirror.new_signing_key(
         work / "archive-gnupg", "archive stand-in <archive@instinct-stack.invalid>"
     )
     (tree / "rocm").mkdir(parents=True)
@@ -236,7 +236,9 @@ def test_a_host_with_nothing_installed_resolves_everything_from_the_mirror(built
     )
     assert simulated.returncode == 0, simulated.stdout + simulated.stderr
     installed = sorted(line.split()[1] for line in simulated.stdout.splitlines() if line.startswith("Inst "))
-    assert installed == sorted(["rocm", "rocm-core", "rocm-llvm", "amdgpu-dkms", *(n for n, _, _ in DISTRIBUTION[:5])])
+    assert installed == sorted(
+        ["rocm", "rocm-core", "rocm-llvm", "amdgpu-dkms", *(entry[0] for entry in DISTRIBUTION[:5])]
+    )
 
 
 def test_verify_names_a_requested_package_missing_from_the_index_or_the_pool(built, tmp_path):
