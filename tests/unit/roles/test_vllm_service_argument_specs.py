@@ -17,6 +17,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 SPECS = os.path.join(ROOT, "roles", "vllm_service", "meta", "argument_specs.yml")
 
 
+# Options whose default is a role variable, applied by the role's tasks rather than the filter: health_timeout
+# (vllm_service_health_timeout in tasks/health.yml, checked in tasks/validate.yml). The filter passes it through.
+ROLE_DEFAULTS = {"health_timeout"}
+
+
 @pytest.fixture(scope="module")
 def instance_spec():
     with open(SPECS) as handle:
@@ -31,9 +36,20 @@ def validate(instance_spec, *instances):
 
 def test_the_filter_fills_in_the_defaults_the_spec_documents(instance_spec):
     documented = {
-        name: option.get("default") for name, option in instance_spec["options"].items() if not option.get("required")
+        name: option.get("default")
+        for name, option in instance_spec["options"].items()
+        if not option.get("required") and name not in ROLE_DEFAULTS
     }
     assert documented == vllm_options.DEFAULTS
+
+
+def test_the_options_the_role_fills_in_have_no_spec_default_and_pass_the_filter(instance_spec):
+    for name in ROLE_DEFAULTS:
+        assert "default" not in instance_spec["options"][name] and name not in vllm_options.DEFAULTS
+    (passed,) = vllm_options.validate_instances([{"name": "big", "model": "m", "health_timeout": 5400}], 1)
+    assert passed["health_timeout"] == 5400
+    (unset,) = vllm_options.validate_instances([{"name": "small", "model": "m"}], 1)
+    assert "health_timeout" not in unset
 
 
 def test_the_filter_names_the_quantizations_the_spec_accepts(instance_spec):
@@ -58,6 +74,7 @@ def test_the_api_key_is_a_no_log_option(instance_spec):
         ({"port": "http"}, "unable to convert to int"),
         ({"gpus": "all"}, "gpus"),
         ({"allow_unauthenticated": "maybe"}, "allow_unauthenticated"),
+        ({"health_timeout": "soon"}, "health_timeout"),
     ],
 )
 def test_the_spec_refuses_what_the_filter_no_longer_checks(instance_spec, overrides, message):
@@ -75,6 +92,8 @@ def test_an_instance_the_spec_accepts_passes_the_filter_unchanged_in_meaning(ins
     assert not result.error_messages
     (from_spec,) = vllm_options.validate_instances(result.validated_parameters["vllm_service_instances"], 1)
     (from_raw,) = vllm_options.validate_instances([raw], 1)
+    # The spec lists the role-filled options as None, which the role's tasks read as unset.
+    assert all(from_spec.pop(name) is None for name in ROLE_DEFAULTS)
     assert from_spec == from_raw
     assert from_raw["port"] == 8001 and from_raw["serve_args"][-2:] == ["--block-size", "32"]
 
