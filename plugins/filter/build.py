@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
 from ansible_collections.instinct.stack.plugins.module_utils.build_downloads import (
     TRITON_LLVM_SYSTEM_SUFFIX,
@@ -60,9 +61,17 @@ def _triton_llvm(llvm_hash_text, system_suffix=TRITON_LLVM_SYSTEM_SUFFIX, base_u
 
 def _aotriton_downloads(cmake_text, hip_version, archs):
     try:
-        return aotriton(cmake_text, hip_version, archs)
+        plan = aotriton(cmake_text, hip_version, archs)
     except BuildDownloadError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+    for url in plan["unchecked"]:
+        # Upstream's own list names no hash for it (an empty entry, or no list at all): nothing to check it against,
+        # so it is fetched unchecked. Display shows each warning once however often the filter runs.
+        Display().warning(
+            "the PyTorch checkout's cmake/External/aotriton.cmake names no SHA-256 for %s: it is fetched without "
+            "an integrity check" % url
+        )
+    return plan
 
 
 def _build_farm(arch_lists, build_hosts, pinned=None, default_host=None, inventory_hosts=None):

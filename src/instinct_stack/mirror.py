@@ -5,13 +5,15 @@ for each kind of content: apt (its own download and dependency resolution, in a 
 leaves the machine's apt untouched) for the ROCm and amdgpu packages, `git clone --mirror` for the
 sources and every submodule they reference, `pip download` for the wheelhouse, and the files the source
 builds would download at build time (Triton's prebuilt LLVM, PyTorch's AOTriton), named from the mirrored
-sources at their pinned commits. The apt indexes are regenerated with apt-ftparchive and signed with the
+sources at their pinned commits and checked against the SHA-256 those sources list (AOTriton's; upstream names none
+for the LLVM). The apt indexes are regenerated with apt-ftparchive and signed with the
 mirror's own key. The distribution packages a minimal host needs (`distributions`: python3-venv, compilers, git,
 and whatever the ROCm packages depend on) come from each distribution's archive the same way: apt resolves them
 in a private apt root that holds the distribution and the ROCm/amdgpu repositories together, and the mirror keeps
 what the distribution serves, in a repository of its own signed with the same key. A manifest lists every file
 with its SHA-256; `instinct-stack mirror verify DEST` checks it and names any build-time download the mirrored
-sources need that the mirror lacks, and any requested distribution package its index does not list.
+sources need that the mirror lacks or holds unlike its SHA-256, and any requested distribution package its index
+does not list.
 
 Layout (what the roles expect under instinct_mirror_url):
     rocm/rocm.gpg.key, rocm/apt/ROCM/dists/SUITE, amdgpu/AMDGPU/ubuntu/dists/SUITE,
@@ -25,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import urllib.parse
 import urllib.request
@@ -534,14 +537,20 @@ PLACEHOLDER = "instinct.placeholder"
 
 
 def needed_downloads(config, dest, refs):
-    """{upstream URL: why} for what the mirrored sources download at build time, read at their pinned commits."""
+    """{upstream URL: {"why": what needs it, "sha256": the hash its source names}} for what the mirrored sources
+    download at build time, read at their pinned commits. sha256 is what PyTorch's aotriton.cmake lists for the
+    tarball (upstream's URL_HASH), "" where no source names one: always for Triton's LLVM (its setup.py checks no
+    hash and the release publishes none, triton-lang/triton#1103), and for an AOTriton tarball whose entry is empty."""
     needed = {}
     for name, ref in sorted(refs.items()):
         bare = dest / ref["mirror"]
         llvm_hash = git_file(bare, ref["commit"], build_downloads.TRITON_LLVM_HASH_FILE)
         if llvm_hash is not None:
             llvm = build_downloads.triton_llvm(llvm_hash, config["triton_llvm_system_suffix"])
-            needed[llvm["url"]] = "%s %s: %s" % (name, ref["commit"][:12], build_downloads.TRITON_LLVM_HASH_FILE)
+            needed[llvm["url"]] = {
+                "why": "%s %s: %s" % (name, ref["commit"][:12], build_downloads.TRITON_LLVM_HASH_FILE),
+                "sha256": "",
+            }
         cmake = git_file(bare, ref["commit"], build_downloads.AOTRITON_CMAKE_FILE) if config["aotriton"] else None
         if cmake is not None:
             try:
@@ -552,12 +561,17 @@ def needed_downloads(config, dest, refs):
                     % (name, ref["commit"][:12], error)
                 ) from None
             for url in plan["urls"]:
-                needed[url] = "%s %s: %s" % (name, ref["commit"][:12], build_downloads.AOTRITON_CMAKE_FILE)
+                needed[url] = {
+                    "why": "%s %s: %s" % (name, ref["commit"][:12], build_downloads.AOTRITON_CMAKE_FILE),
+                    "sha256": plan["sha256"][url],
+                }
     return needed
 
 
 def fetch_downloads(config, dest, needed):
-    """Each build-time download into files/HOST/PATH, fetched through download_rewrites."""
+    """Each build-time download into files/HOST/PATH, fetched through download_rewrites and checked against the
+    SHA-256 its source names: a file that does not match is not stored and stops the build, naming it. One whose
+    source names no hash is stored with a warning on stderr; the manifest's sha256 then records what was fetched."""
     for url in sorted(needed):
         source = url
         for prefix, replacement in sorted(config["download_rewrites"].items(), key=lambda item: -len(item[0])):
@@ -573,8 +587,22 @@ def fetch_downloads(config, dest, needed):
         except OSError as error:
             partial.unlink(missing_ok=True)
             raise MirrorError(
-                "cannot fetch %s (needed by %s) from %s: %s" % (url, needed[url], source, error)
+                "cannot fetch %s (needed by %s) from %s: %s" % (url, needed[url]["why"], source, error)
             ) from None
+        expected = needed[url]["sha256"]
+        if expected:
+            actual = sha256(partial)
+            if actual != expected:
+                partial.unlink()
+                raise MirrorError(
+                    "%s (fetched from %s) has SHA-256 %s, not the %s that %s names for it: a corrupted or tampered "
+                    "file; nothing was stored" % (url, source, actual, expected, needed[url]["why"])
+                )
+        else:
+            print(
+                "warning: no upstream SHA-256 for %s (needed by %s): stored unchecked" % (url, needed[url]["why"]),
+                file=sys.stderr,
+            )
         partial.rename(target)
     return {url: mirror_file_path(url) for url in sorted(needed)}
 
@@ -683,7 +711,8 @@ def build(config_path, dest):
 
 def verify(dest):
     """Problems found: files missing, changed, or not in the manifest, requested distribution packages missing from
-    their index, build-time downloads missing. Empty when the mirror is intact."""
+    their index, build-time downloads missing or unlike the SHA-256 their source names. Empty when the mirror is
+    intact."""
     dest = Path(dest)
     manifest_path = dest / MANIFEST
     if not manifest_path.is_file():
@@ -719,7 +748,15 @@ def verify(dest):
             needed = needed_downloads(config, dest, manifest["git"])
         except MirrorError as error:
             return problems + ["build-time download: %s" % error]
-        for url, why in sorted(needed.items()):
-            if not (dest / mirror_file_path(url)).is_file():
-                problems.append("missing build-time download: %s (needed by %s)" % (url, why))
+        # And each against the SHA-256 its source names (upstream's own hash): a file changed together with the
+        # manifest still differs from it.
+        for url, entry in sorted(needed.items()):
+            path = dest / mirror_file_path(url)
+            if not path.is_file():
+                problems.append("missing build-time download: %s (needed by %s)" % (url, entry["why"]))
+            elif entry["sha256"] and sha256(path) != entry["sha256"]:
+                problems.append(
+                    "build-time download does not match its SHA-256: %s (%s) has %s, %s names %s"
+                    % (url, mirror_file_path(url), sha256(path), entry["why"], entry["sha256"])
+                )
     return problems
