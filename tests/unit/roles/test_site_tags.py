@@ -11,6 +11,7 @@ tasks run (skipped) under every tag, and only a whole run checks and records.
 """
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -57,6 +58,13 @@ FACT_FINDING = {
 }
 VALIDATION = "Validating arguments against arg spec"
 # The tasks of the first play (playbooks/tasks/rollout_lock.yml, a block's tasks in order) and of the last one.
+# site.yml's first play (playbooks/check_inputs.yml): every role's inputs for every host, before any host changes.
+CHECK_INPUTS = [
+    "Read the roles' argument specs once",
+    "Check the given variables against the roles' argument specs",
+    "Stop on a variable the roles' argument specs refuse",
+    "Check the vLLM instances' names, ports and options",
+]
 TAKE_LOCK = [
     "Take the rollout lock",
     "Give back the rollout lock taken on the other hosts",
@@ -157,11 +165,13 @@ def expected_lock_tasks(last_play):
 
 
 def expected_site_tasks():
-    """site.yml's: the lock, the fast path's check (play 2), the record and the lock's give-back (the last play)."""
-    last = len(PLAYS) + 3
+    """site.yml's: the inputs' check (play 1), the lock (play 2), the fast path's check (play 3), the record and the
+    lock's give-back (the last play)."""
+    last = len(PLAYS) + 4
     return (
-        [(1, name) for name in TAKE_LOCK]
-        + [(2, name) for name in FAST_PATH]
+        [(1, name) for name in CHECK_INPUTS]
+        + [(2, name) for name in TAKE_LOCK]
+        + [(3, name) for name in FAST_PATH]
         + [(last, name) for name in RECORD + GIVE_BACK_LOCK]
     )
 
@@ -169,10 +179,10 @@ def expected_site_tasks():
 def test_list_tags_shows_every_play_and_role_tag(ansible):
     output = ansible("--list-tags")
     plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert plays == ["always", "always", *PLAYS, "always"]
+    assert plays == ["always", "always", "always", *PLAYS, "always"]
     task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
     expected = [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
-    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, {"always"}, *expected, {"always"}]
+    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, {"always"}, {"always"}, *expected, {"always"}]
 
 
 @pytest.mark.parametrize("tag", list(SELECTS))
@@ -190,13 +200,13 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
 
 def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
     selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
-    assert {play for play, _role, _name, _tags in selected} == {5}  # the serve play, after the lock's and the check's
+    assert {play for play, _role, _name, _tags in selected} == {6}  # the serve play, after the checks' and the lock's
     names = [name for _play, _role, name, _tags in selected]
     facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
     assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs
 
 
-def test_only_the_rollout_lock_and_the_fast_path_are_tagged_always(every_task):
+def test_only_the_inputs_check_the_rollout_lock_and_the_fast_path_are_tagged_always(every_task):
     # Besides Ansible's own argument validation, the lock's and the fast path's tasks are the only ones every tag runs.
     assert [task for task in own(every_task) if "always" in task[3]] == []
     assert lock_tasks(every_task) == (expected_site_tasks(), True)
@@ -306,3 +316,46 @@ def test_the_fast_path_knows_every_tag_of_site_yml():
     ]
     listed = set(check_play["vars"]["instinct_converged_site_tags"])
     assert listed == {"always", *PLAYS, *SELECTS}
+
+
+def test_the_first_play_checks_every_role_before_any_host_changes():
+    plays = yaml.safe_load((ROOT / "playbooks/site.yml").read_text())
+    assert plays[0]["ansible.builtin.import_playbook"] == "check_inputs.yml"  # before the lock, the first play
+    (check,) = yaml.safe_load((ROOT / "playbooks/check_inputs.yml").read_text())
+    assert check["any_errors_fatal"] is True and check["gather_facts"] is False
+    assert set(check["vars"]["instinct_checked_roles"]) == set(ROLES)
+
+
+@pytest.mark.parametrize(
+    "extra, messages",
+    [
+        (
+            {"rocm_reboot": "sometimes", "pytorch_max_jobs": "many"},
+            [
+                "value of rocm_reboot must be one of: allow, never, defer, got: sometimes",
+                "'pytorch_max_jobs' is of type",
+            ],
+        ),
+        ({"vllm_service_instances": [{"name": "Bad Name", "model": "m"}]}, ["vLLM instance name 'Bad Name' must be"]),
+    ],
+    ids=["role-variables", "instances"],
+)
+def test_bad_input_stops_the_run_in_the_first_play_on_every_host(ansible, extra, messages):
+    """The run against hosts that do not exist: the first play needs no connection, so it is all that runs, and it
+    names every refused variable at once."""
+    proc = subprocess.run(
+        [str(PLAYBOOK), "-i", str(ansible.work / "hosts.yml"), str(SITE), "-e", json.dumps(extra)],
+        capture_output=True,
+        text=True,
+        cwd=ansible.work,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")},
+             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections")},
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    for message in messages:
+        assert message in output
+    # Nothing after the first play ran: no host was connected to, no lock taken.
+    assert "Take the rollout lock" not in output and "UNREACHABLE" not in output
