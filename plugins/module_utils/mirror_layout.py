@@ -48,6 +48,20 @@ def mirror_url(url, base):
     return "%s/%s" % (base.rstrip("/"), mirror_path(url))
 
 
+def git_repository_name(url):
+    """The owner/name of a git repository URL (https://github.com/ROCm/pytorch.git, git@github.com:ROCm/pytorch,
+    a mirror's .../git/github.com/ROCm/pytorch.git all give ROCm/pytorch); "" when the URL has no such two parts."""
+    path = str(url or "").strip().rstrip("/")
+    if "://" not in path and ":" in path:  # scp-like git@host:owner/name
+        path = path.split(":", 1)[1]
+    elif "://" in path:
+        path = path.split("://", 1)[1].split("/", 1)[-1] if "/" in path.split("://", 1)[1] else ""
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    parts = [part for part in path.split("/") if part]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else ""
+
+
 def git_mirror_rewrites(hosts, base):
     """git url.<base>.insteadOf rules that send every https://HOST/ URL of hosts to the mirror's git/HOST/.
 

@@ -180,6 +180,12 @@ def _build_locked(
             shutil.rmtree(work)
         os.makedirs(work)
         if ccache:
+            # Each build key compiles in its own staging tree, so absolute paths (the preprocessor's line markers,
+            # -I directories) differ between keys and every object would miss. Relative to the tree they are the same:
+            # a second arch list hits on every unit its offload flags do not touch (ccache's base_dir, and hash_dir
+            # off, since the working directory moves with the tree too).
+            env.setdefault("CCACHE_BASEDIR", tree)
+            env.setdefault("CCACHE_NOHASHDIR", "1")
             _ccache("--zero-stats", env)
         _run_steps(name, src, tree, log_path, steps, env, staging_dir, log_tail_lines)
     except (IOError, OSError) as exc:

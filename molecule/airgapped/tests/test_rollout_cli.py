@@ -43,7 +43,7 @@ def test_rollout_reports_the_guest(tmp_path):
     assert report["ok"] is True and report["rc"] == 0
     ((name, host),) = report["hosts"].items()
     assert host["gfx_arch"] == ["gfx942"] and host["pytorch_rocm_arch"] == "gfx942"
-    assert host["stack"]["hip"].startswith("7.0.2") and host["stack"]["vllm"] == "0.11.0"
+    assert host["stack"]["hip"].startswith("7.0.2") and host["stack"]["vllm"] == "0.11.1"
     assert host["changed_tasks"] == [] and host["failures"] == []
     # The converge recorded the host; this whole rerun finds it converged in one check and runs no role.
     assert host["converged"] is True
@@ -69,7 +69,7 @@ def test_status_reads_the_converged_guest(tmp_path):
     assert row["ok"] is True and row["error"] is None and row["systemd_error"] is None
     assert row["rocm"].startswith("7.0.2") and row["gfx_arch"] == ["gfx942"]
     assert row["driver"]["reboot_pending"] is True  # amdgpu-dkms installed, no amdgpu module of its own loaded
-    assert row["stack"]["vllm"] == "0.11.0" and len(row["stack"]["key"]) >= 12
+    assert row["stack"]["vllm"] == "0.11.1" and len(row["stack"]["key"]) >= 12
     assert row["services"] == [{"name": "vllm-fixture.service", "state": "active/running", "health": True}]
     # Read-only: the driver check ran in check mode and the run changed nothing.
     events = [path.read_text() for path in (tmp_path / "run").rglob("job_events/*.json")]

@@ -89,3 +89,13 @@ def test_both_hosts_hold_the_same_locked_closure(host):
     assert versions == {name: entry["version"] for name, entry in lock["packages"].items()}
     for name in ("torch", "triton", "vllm", "sympy"):
         assert name in lock["packages"] or name.replace("triton", "pytorch-triton-rocm") in lock["packages"], name
+
+
+def test_torch_was_built_with_a_cmake_every_build_of_the_shared_venv_accepts(host):
+    # One build virtualenv serves torch, Triton and vLLM: PyTorch's requirements-build.txt asks cmake>=3.27 only,
+    # vLLM's requirements/rocm-build.txt and Triton's pyproject.toml exclude CMake 4. The torch build, the first one,
+    # ran with a cmake inside all three bounds (the fixture torch records the cmake it ran).
+    python = "/opt/instinct-stack/current/venv/bin/python"
+    cmake = host.check_output("%s -c 'import torch.version as v; print(v.cmake_version)'", python)
+    version = tuple(int(part) for part in cmake.split(".")[:3])
+    assert (3, 27) <= version < (4,), cmake

@@ -116,7 +116,7 @@ def test_stack_venv_holds_torchs_runtime_closure(host):
     check = host.run(STACK_ROOT + "/current/venv/bin/pip check")
     problems = [line for line in check.stdout.splitlines() if line.strip() and not line.startswith("vllm ")]
     assert problems == [], check.stdout + check.stderr
-    assert "vllm 0.11.0" in check.stdout and "transformers" in check.stdout
+    assert "vllm 0.11.1" in check.stdout and "transformers" in check.stdout
     requires = host.check_output(
         STACK_ROOT + "/current/venv/bin/python -c \"import importlib.metadata as m; print(m.requires('torch'))\""
     )

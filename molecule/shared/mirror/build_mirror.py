@@ -32,13 +32,17 @@ result is cached, keyed by this script and the fixtures it reads.
 
 import contextlib
 import hashlib
+import io
 import os
 import pathlib
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zlib
 
 # The mirror CLI's apt index and signing helpers: run this script with the project's .venv python.
 from instinct_stack.collection import collection_module  # noqa: E402
@@ -78,7 +82,7 @@ DEBIAN_PACKAGES = (
 )
 SOURCES = os.path.join(HERE, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
-SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.0-fixture"}
+SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.1-fixture"}
 # The fixture PyTorch's submodule, named as upstream's .gitmodules name theirs (pytorch/pytorch .gitmodules: absolute
 # https://github.com/ URLs; ../shared/UPSTREAM.md). Nothing fetches this URL: every clone rewrites it to a mirror.
 SUBMODULE_URL = "https://github.com/pytorch/fixture-lib.git"
@@ -428,59 +432,95 @@ def source_repos(work, out):
         git(os.path.join(out, name + ".git"), "update-server-info")
 
 
-def _tar(path, top, files):
-    """A .tar.gz whose entries sit under top/, as upstream's tarballs are laid out (files as write_files takes them)."""
-    with tempfile.TemporaryDirectory() as work:
-        write_files(os.path.join(work, top), files, work)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        subprocess.run(
-            ["tar", "-C", work, "--sort=name", "--owner=0", "--group=0", "--mtime=@0", "-czf", path, top], check=True
-        )
+def _tar_gz(top, files):
+    """The bytes of a .tar.gz whose entries sit under top/, as upstream's tarballs are laid out (files: path -> text,
+    executable when it starts with #!). The same bytes on every machine and every run, whatever the umask, the clock,
+    tar or zlib: fixed owners, modes and times, and gzip's stored (uncompressed) blocks. The fixture aotriton.cmake
+    lists the SHA-256 of these bytes, as upstream's lists those of its release tarballs."""
+    entries = {}
+    for path, content in files.items():
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            entries["/".join(parts[:depth])] = None
+        entries[path] = content.encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for path in [""] + sorted(entries):
+            info = tarfile.TarInfo(top + ("/" + path if path else ""))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
+            data = entries.get(path)
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                archive.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o755 if data.startswith(b"#!") else 0o644
+                archive.addfile(info, io.BytesIO(data))
+    tar = buffer.getvalue()
+    blocks = [tar[start : start + 0xFFFF] for start in range(0, len(tar), 0xFFFF)]
+    deflate = b"".join(
+        struct.pack("<BHH", int(index == len(blocks) - 1), len(block), len(block) ^ 0xFFFF) + block
+        for index, block in enumerate(blocks)
+    )
+    # RFC 1952 header: deflate, no flags, mtime 0, no extra flags, OS unknown; then CRC-32 and size of the tar.
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + deflate + struct.pack("<II", zlib.crc32(tar), len(tar))
+
+
+def _write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+# What Triton's CMakeLists.txt reads from LLVM_SYSPATH.
+LLVM_FILES = {
+    "include/llvm/Config/llvm-config.h": '#define LLVM_VERSION_STRING "fixture"\n',
+    "lib/cmake/llvm/LLVMConfig.cmake": "# fixture\n",
+    "lib/cmake/mlir/MLIRConfig.cmake": "# fixture\n",
+    "lib/cmake/lld/LLDConfig.cmake": "# fixture\n",
+    "bin/FileCheck": "#!/bin/sh\nexit 0\n",
+}
+
+
+def aotriton_runtime_tarball(version, rocm):
+    """The fixture's AOTriton runtime for a ROCm release (rocm7.0): what the fixture setup.py and torch read. The
+    library is a stand-in (nothing loads it; a compiled one would differ by compiler and so change the hash)."""
+    return _tar_gz(
+        "aotriton",
+        {
+            "lib/libaotriton_v2.so": "fixture AOTriton %s runtime for %s\n" % (version, rocm),
+            "include/aotriton/config.h": '#define AOTRITON_VERSION "%s"\n' % version,
+        },
+    )
+
+
+def aotriton_image_tarball(image):
+    """The fixture's AOTriton kernel image pack for one image (amd-gfx942)."""
+    return _tar_gz("aotriton", {"lib/aotriton.images/%s/__signature__" % image: "fixture %s\n" % image})
 
 
 def build_download_files(out):
     """files/HOST/PATH: what the fixture sources download at build time, where the collection's own rules
     (plugins/module_utils/build_downloads.py) say upstream serves it, so the roles and `instinct-stack mirror build`
-    find them as they would upstream's."""
+    find them as they would upstream's. The AOTriton tarballs are those whose SHA-256 the fixture aotriton.cmake
+    lists (a test holds the two together); the LLVM has none, as upstream's has none (triton-lang/triton#1103)."""
     downloads = collection_module("build_downloads")
     layout = collection_module("mirror_layout")
     with open(os.path.join(SOURCES, "triton", downloads.TRITON_LLVM_HASH_FILE)) as handle:
         llvm = downloads.triton_llvm(handle.read())
-    # What Triton's CMakeLists.txt reads from LLVM_SYSPATH.
-    _tar(
-        os.path.join(out, layout.mirror_file_path(llvm["url"])),
-        llvm["name"],
-        {
-            "include/llvm/Config/llvm-config.h": '#define LLVM_VERSION_STRING "fixture"\n',
-            "lib/cmake/llvm/LLVMConfig.cmake": "# fixture\n",
-            "lib/cmake/mlir/MLIRConfig.cmake": "# fixture\n",
-            "lib/cmake/lld/LLDConfig.cmake": "# fixture\n",
-            "bin/FileCheck": "#!/bin/sh\nexit 0\n",
-        },
-    )
+    _write(os.path.join(out, layout.mirror_file_path(llvm["url"])), _tar_gz(llvm["name"], LLVM_FILES))
     with open(os.path.join(SOURCES, "pytorch", downloads.AOTRITON_CMAKE_FILE)) as handle:
         cmake = handle.read()
     archs = sorted(collection_module("gfx_targets").GFX_ARCHS)
     for rocm, _amdgpu, _kfd in RELEASES:
         plan = downloads.aotriton(cmake, rocm, archs)
         runtime, images = plan["urls"][0], plan["urls"][1:]
-        _tar(
-            os.path.join(out, layout.mirror_file_path(runtime)),
-            "aotriton",
-            {
-                "lib/libaotriton_v2.so": ("so", "libaotriton_v2.so"),
-                "include/aotriton/config.h": '#define AOTRITON_VERSION "%s"\n' % plan["version"],
-            },
+        rocm_name = plan["name"].rsplit("-", 1)[1]
+        _write(
+            os.path.join(out, layout.mirror_file_path(runtime)), aotriton_runtime_tarball(plan["version"], rocm_name)
         )
         for url in images:
             image = re.search(r"images-(amd-gfx\w+)\.tar", url).group(1)
-            _tar(
-                os.path.join(out, layout.mirror_file_path(url)),
-                "aotriton",
-                {
-                    "lib/aotriton.images/%s/__signature__" % image: "fixture %s\n" % image,
-                },
-            )
+            _write(os.path.join(out, layout.mirror_file_path(url)), aotriton_image_tarball(image))
 
 
 def wheel_requirements(path=WHEELHOUSE):

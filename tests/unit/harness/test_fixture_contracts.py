@@ -332,7 +332,7 @@ def test_use_existing_torch_leaves_the_triton_and_amdsmi_pins_as_upstream_does(t
     subprocess.run([sys.executable, "use_existing_torch.py"], cwd=tree, check=True, capture_output=True)
     build = (tree / "requirements" / "rocm-build.txt").read_text()
     assert "torch" not in build.lower()  # the PyTorch index URL went too
-    assert "triton==3.3.0" in build and "amdsmi==6.2.4" in build and "cmake>=3.26.1,<4" in build
+    assert "triton==3.5.0" in build and "amdsmi==6.4.3" in build and "cmake>=3.26.1,<4" in build
 
 
 def test_vllm_wheel_declares_upstreams_requirement_names():
@@ -532,3 +532,51 @@ def test_vllm_serve_dies_at_the_first_kernel_on_a_host_without_a_c_compiler(tmp_
     assert run.returncode != 0
     assert "Triton could not compile its launcher" in run.stderr
     assert "Engine core initialization failed" in run.stderr
+
+
+def test_the_fixture_aotriton_cmake_lists_the_sha256_of_the_fixture_tarballs(tmp_path):
+    # Upstream's interface (pytorch/pytorch cmake/External/aotriton.cmake, AOTriton 0.11b): __AOTRITON_SHA256_LIST
+    # holds one hash per entry of __AOTRITON_ROCM_LIST and __AOTRITON_IMAGE_SHA256_LIST one per image, each followed
+    # by a comment naming its entry, and each tarball is downloaded with URL_HASH SHA256=<its entry>. The fixture
+    # lists the hashes of the tarballs build_mirror.py writes, so the roles' and mirror build's checks pass on the
+    # fixture mirror and fail on a changed tarball.
+    import hashlib
+    import re
+
+    from ansible_collections.instinct.stack.plugins.module_utils.build_downloads import aotriton
+
+    with open(os.path.join(SOURCES, "pytorch", "cmake", "External", "aotriton.cmake")) as handle:
+        text = handle.read()
+
+    def listed(variable):
+        block = re.search(r"set\(%s\n(.*?)\n\s*\)" % variable, text, re.S).group(1)
+        return re.findall(r'^\s*"([^"]*)"(?:\s*#\s*(\S+))?\s*$', block, re.M)
+
+    plan = aotriton(text, build_mirror.RELEASES[0][0], sorted(build_mirror.collection_module("gfx_targets").GFX_ARCHS))
+    rocms = [value for value, _comment in listed("__AOTRITON_ROCM_LIST")]
+    images = [value for value, _comment in listed("__AOTRITON_IMAGE_LIST")]
+    runtime_hashes = listed("__AOTRITON_SHA256_LIST")
+    image_hashes = listed("__AOTRITON_IMAGE_SHA256_LIST")
+    assert [comment for _hash, comment in runtime_hashes] == rocms
+    assert [comment for _hash, comment in image_hashes] == images
+    expected_runtime = [
+        hashlib.sha256(build_mirror.aotriton_runtime_tarball(plan["version"], rocm)).hexdigest() for rocm in rocms
+    ]
+    expected_images = [hashlib.sha256(build_mirror.aotriton_image_tarball(image)).hexdigest() for image in images]
+    assert ([value for value, _comment in runtime_hashes], [value for value, _comment in image_hashes]) == (
+        expected_runtime,
+        expected_images,
+    ), "the fixture tarballs changed: list these in the fixture aotriton.cmake:\n%s\n%s" % (
+        "\n".join('    "%s"  # %s' % pair for pair in zip(expected_runtime, rocms, strict=True)),
+        "\n".join('    "%s"  # %s' % pair for pair in zip(expected_images, images, strict=True)),
+    )
+    # The files the fixture mirror serves are those tarballs: each has the hash the collection's parser reads for its
+    # URL, and writing them again gives the same bytes.
+    build_mirror.build_download_files(str(tmp_path / "first"))
+    build_mirror.build_download_files(str(tmp_path / "second"))
+    assert plan["unchecked"] == [] and len(plan["urls"]) == 4
+    for url, expected in plan["sha256"].items():
+        stored = build_mirror.collection_module("mirror_layout").mirror_file_path(url)
+        first = (tmp_path / "first" / stored).read_bytes()
+        assert hashlib.sha256(first).hexdigest() == expected, url
+        assert (tmp_path / "second" / stored).read_bytes() == first

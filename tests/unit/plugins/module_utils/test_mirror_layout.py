@@ -79,3 +79,19 @@ def test_mirror_file_url_keeps_host_and_path():
             assert "not a file URL" in str(error)
         else:
             raise AssertionError(bad)
+
+
+def test_git_repository_name_reads_owner_and_name_from_any_url_form():
+    from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout import git_repository_name
+
+    for url in (
+        "https://github.com/ROCm/pytorch.git",
+        "https://github.com/ROCm/pytorch",
+        "git@github.com:ROCm/pytorch.git",
+        "ssh://git@github.com/ROCm/pytorch.git",
+        "http://mirror.example/git/github.com/ROCm/pytorch.git",
+    ):
+        assert git_repository_name(url) == "ROCm/pytorch", url
+    assert git_repository_name("https://github.com/pytorch/pytorch.git") == "pytorch/pytorch"
+    assert git_repository_name("http://mirror.example/pytorch.git") == ""
+    assert git_repository_name("") == ""

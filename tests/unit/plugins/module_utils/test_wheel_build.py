@@ -192,3 +192,27 @@ def test_a_build_without_ccache_records_none_and_a_missing_ccache_records_null(s
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere") + ":" + os.path.dirname(sys.executable))
     info = build("probe", str(source), "k11", str(cache), str(staging), steps(), ccache=True)
     assert info["ccache"] is None
+
+
+def test_a_ccache_build_compiles_relative_to_its_staging_tree(source, tmp_path, monkeypatch):
+    # Two keys, two staging trees: with CCACHE_BASEDIR at each tree the compiler sees the same relative paths, so the
+    # second key's units hit the first's objects.
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere") + ":" + os.path.dirname(sys.executable))
+    cache, staging = tmp_path / "cache", tmp_path / "staging"
+    record = [
+        {
+            "name": "env",
+            "argv": [
+                sys.executable,
+                "-c",
+                "import os, json; json.dump({k: os.environ.get(k) for k in ('CCACHE_BASEDIR', 'CCACHE_NOHASHDIR')},"
+                " open(os.path.join(%r, os.path.basename(os.path.dirname(os.getcwd())) + '.json'), 'w'))"
+                % str(tmp_path),
+            ],
+        }
+    ] + steps()
+    build("probe", str(source), "k12", str(cache), str(staging), record, ccache=True)
+    build("probe", str(source), "k13", str(cache), str(staging), record)
+    seen = json.loads((tmp_path / "probe-k12.json").read_text())
+    assert seen == {"CCACHE_BASEDIR": str(staging / "probe-k12" / "src"), "CCACHE_NOHASHDIR": "1"}
+    assert json.loads((tmp_path / "probe-k13.json").read_text()) == {"CCACHE_BASEDIR": None, "CCACHE_NOHASHDIR": None}

@@ -177,7 +177,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
     with open(os.path.join(ROOT, "torch", "version.py"), "w") as handle:
         handle.write(
             '__version__ = "%s+rocm%s"\nhip = "%s"\ncuda = None\ngit_version = "%s"\nrocm_arch = "%s"\n'
-            'third_party = "%s"\nmax_jobs = "%s"\ncmake_generator = "%s"\naotriton = "%s"\n'
+            'third_party = "%s"\nmax_jobs = "%s"\ncmake_generator = "%s"\ncmake_version = "%s"\naotriton = "%s"\n'
             % (
                 version,
                 hip_version.split("-")[0],
@@ -187,6 +187,7 @@ if "bdist_wheel" in sys.argv or "build" in sys.argv:
                 third_party,
                 os.environ.get("MAX_JOBS", ""),
                 generator,
+                subprocess.run([cmake, "--version"], capture_output=True, text=True, check=True).stdout.split()[2],
                 aotriton_version,
             )
         )

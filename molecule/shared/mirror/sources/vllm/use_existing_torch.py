@@ -1,4 +1,4 @@
-"""Use the torch already installed: as vLLM's use_existing_torch.py at v0.11.0, every line that mentions torch
+"""Use the torch already installed: as vLLM's use_existing_torch.py at v0.11.1, every line that mentions torch
 (case-insensitive) goes from each requirements file that mentions it, whatever the line pins (torchvision, the
 PyTorch index URL ...). Lines that pin other packages (triton, amdsmi) stay."""
 

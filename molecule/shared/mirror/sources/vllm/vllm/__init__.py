@@ -1,3 +1,3 @@
 """Fixture vllm: built against the installed ROCm torch."""
 
-__version__ = "0.11.0"
+__version__ = "0.11.1"

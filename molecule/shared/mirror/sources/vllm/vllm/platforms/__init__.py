@@ -1,4 +1,4 @@
-"""Platform detection as vLLM does it (vllm/platforms/__init__.py at v0.11.0): ROCm only through amdsmi.
+"""Platform detection as vLLM does it (vllm/platforms/__init__.py at v0.11.0 and v0.11.1): ROCm only through amdsmi.
 
 rocm_platform_plugin() imports amdsmi, initialises it and asks for processor handles; any failure,
 an ImportError included, means "not ROCm", logged at debug level only. With no platform found,
