@@ -3,7 +3,8 @@
 `instinct-stack mirror build CONFIG DEST` runs on a connected machine and uses the maintained tools
 for each kind of content: apt (its own download and dependency resolution, in a private apt root that
 leaves the machine's apt untouched) for the ROCm and amdgpu packages, `git clone --mirror` for the
-sources and every submodule they reference, `pip download` for the wheelhouse, and the files the source
+sources and every submodule they reference, `pip download` for the wheelhouse (once per target Python of `pythons`: the
+hosts' CPython version, glibc and machine), and the files the source
 builds would download at build time (Triton's prebuilt LLVM, PyTorch's AOTriton), named from the mirrored
 sources at their pinned commits and checked against the SHA-256 those sources list (AOTriton's; upstream names none
 for the LLVM). The apt indexes are regenerated with apt-ftparchive and signed with the
@@ -85,6 +86,7 @@ def load_config(path):
     config.setdefault("download_rewrites", {})
     config.update(download_settings(config))
     config["distributions"] = distribution_settings(path, config.get("distributions", []))
+    config["pythons"] = python_settings(path, config.get("pythons", []))
     return config
 
 
@@ -159,6 +161,70 @@ def distribution_settings(path, entries):
         else:
             raise BadInput("%s: key_url %r is not an absolute URL of an armored key" % (where, entry["key_url"]))
         checked.append(settings)
+    return checked
+
+
+PYTHON_KEYS = {"version", "glibc", "machine"}
+MAJOR_MINOR = re.compile(r"^([0-9]+)\.([0-9]+)$")
+# The machines manylinux wheels are built for, with the oldest glibc minor a manylinux_2_K tag of theirs names (what
+# packaging's tags compute on such a host: manylinux1 is glibc 2.5, manylinux2014 2.17).
+MANYLINUX_MACHINES = {"x86_64": 5, "i686": 5, "aarch64": 17, "armv7l": 17, "ppc64": 17, "ppc64le": 17, "s390x": 17}
+
+
+def python_settings(path, entries):
+    """The `pythons` entries of a configuration, checked: each target Python of the wheelhouse as {version "X.Y",
+    glibc "2.N", machine (x86_64)}, all CPython on a glibc Linux."""
+    example = '{version: "3.11", glibc: "2.36", machine: x86_64}'
+    if not isinstance(entries, list):
+        raise BadInput("%s: pythons must be a list of mappings such as %s" % (path, example))
+    checked = []
+    for index, entry in enumerate(entries):
+        where = "%s: pythons[%d]" % (path, index)
+        if not isinstance(entry, dict):
+            raise BadInput("%s: expected a mapping such as %s" % (where, example))
+        unknown = sorted(str(key) for key in set(entry) - PYTHON_KEYS)
+        if unknown:
+            raise BadInput(
+                "%s: unknown key %s (known: %s)" % (where, ", ".join(unknown), ", ".join(sorted(PYTHON_KEYS)))
+            )
+        for key in ("version", "glibc"):
+            if key not in entry:
+                raise BadInput("%s: missing %r, as in %s" % (where, key, example))
+        for key, example_value, pitfall in (
+            ("version", "3.11", "3.10 unquoted as the number 3.1"),
+            ("glibc", "2.36", "2.40 unquoted as the number 2.4"),
+        ):
+            value = entry[key]
+            if not isinstance(value, str):
+                raise BadInput(
+                    '%s: %s %r is not a string: quote it (%s: "%s"); YAML reads %s'
+                    % (where, key, value, key, example_value, pitfall)
+                )
+        version = MAJOR_MINOR.match(entry["version"])
+        if not version or version.group(1) != "3":
+            raise BadInput(
+                '%s: version %r is not a CPython 3 release as "3.Y" ("3.11" for Debian 12)' % (where, entry["version"])
+            )
+        glibc = MAJOR_MINOR.match(entry["glibc"])
+        if not glibc or glibc.group(1) != "2" or int(glibc.group(2)) < 17:
+            raise BadInput(
+                '%s: glibc %r is not a glibc release as "2.N" from 2.17 on ("2.36" for Debian 12; '
+                "ldd --version on a host prints it)" % (where, entry["glibc"])
+            )
+        machine = entry.get("machine", "x86_64")
+        if machine not in MANYLINUX_MACHINES:
+            raise BadInput(
+                "%s: machine %r is not one manylinux wheels are built for (%s; uname -m on a host prints it)"
+                % (where, machine, ", ".join(sorted(MANYLINUX_MACHINES)))
+            )
+        target = {
+            "version": "%d.%d" % (int(version.group(1)), int(version.group(2))),
+            "glibc": "2.%d" % int(glibc.group(2)),
+            "machine": machine,
+        }
+        if target in checked:
+            raise BadInput("%s: a second entry for %s" % (where, describe_python(target)))
+        checked.append(target)
     return checked
 
 
@@ -630,39 +696,208 @@ def placeholder_wheels(built, directory):
     return pins
 
 
-def download_wheels(target, requirements, pip_args, built=(), python="python3"):
-    """pip download of requirements with their closure into target, wheels only; the stack's own builds stand in
-    as placeholders during the resolution and are removed after it."""
+def describe_python(target):
+    """A target Python as the messages name it: CPython 3.11 (glibc 2.36, x86_64)."""
+    return "CPython %s (glibc %s, %s)" % (target["version"], target["glibc"], target["machine"])
+
+
+def platform_tags(target):
+    """The platform tags of the wheels a target's glibc and machine can install, newest first: every
+    manylinux_2_K_MACHINE from its glibc down to the machine's oldest, and the legacy aliases. pip's --platform takes
+    each tag as given: it widens manylinux2014 to manylinux2010 and manylinux1, and manylinux2010 to manylinux1, but
+    never a manylinux_2_N to older glibcs (pip/_internal/utils/compatibility_tags.py), so each is named. No
+    linux_MACHINE: such a wheel is built for one machine's libraries, not for a glibc."""
+    machine = target["machine"]
+    glibc = int(target["glibc"].split(".")[1])
+    tags = ["manylinux_2_%d_%s" % (minor, machine) for minor in range(glibc, MANYLINUX_MACHINES[machine] - 1, -1)]
+    legacy = [("manylinux2014", 17, set(MANYLINUX_MACHINES)), ("manylinux2010", 12, {"x86_64", "i686"})]
+    legacy.append(("manylinux1", 5, {"x86_64", "i686"}))
+    tags += ["%s_%s" % (alias, machine) for alias, minor, machines in legacy if machine in machines and glibc >= minor]
+    return tags
+
+
+def target_pip_args(target):
+    """pip download's options for the wheels a target Python installs: CPython X.Y's own ABI first (pip reads a
+    free-threaded build from the first --abi), then abi3 and none, which pip's tags for CPython add anyway."""
+    abi = "cp" + target["version"].replace(".", "")
+    args = ["--python-version", target["version"], "--implementation", "cp"]
+    args += ["--abi", abi, "--abi", "abi3", "--abi", "none"]
+    for platform in platform_tags(target):
+        args += ["--platform", platform]
+    return args
+
+
+def target_tags(target):
+    """Every wheel tag a target Python installs, as pip computes them for --python-version, --implementation cp,
+    --abi and --platform: packaging's CPython tags, then the pure-Python and interpreter-generic ones."""
+    from packaging import tags  # ansible-core's dependency, as pip's vendored copy
+
+    version = tuple(int(part) for part in target["version"].split("."))
+    platforms = platform_tags(target)
+    interpreter = "cp%d%d" % version
+    return {
+        *tags.cpython_tags(python_version=version, abis=[interpreter], platforms=platforms),
+        *tags.compatible_tags(python_version=version, interpreter=interpreter, platforms=platforms),
+    }
+
+
+def marker_environment(target):
+    """The environment markers of a target Python on Linux. Only X.Y is known: python_full_version is X.Y.0."""
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": target["version"] + ".0",
+        "platform_python_implementation": "CPython",
+        "python_version": target["version"],
+        "python_full_version": target["version"] + ".0",
+        "os_name": "posix",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": target["machine"],
+    }
+
+
+def parsed_requirement(line):
+    """A requirement line as a packaging Requirement, or None for what pip reads but PEP 508 does not (a path, an
+    option)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
+def requirements_for(requirements, target):
+    """The requirements a target Python asks for: pip evaluates environment markers with the Python it runs on,
+    not with --python-version (pypa/pip#11198), so a top-level requirement's marker is evaluated here for the target,
+    and the requirement is given without it, or left out. Markers in the dependencies' metadata remain pip's."""
+    kept = []
+    for line in requirements:
+        requirement = parsed_requirement(line)
+        if requirement is None or requirement.marker is None:
+            kept.append(line)
+        elif requirement.marker.evaluate(marker_environment(target)):
+            requirement.marker = None
+            kept.append(str(requirement))
+    return kept
+
+
+def pip_download_argv(python, target_dir, requirements, pip_args, extra=(), target=None):
+    """The pip download command of a wheelhouse: wheels only, for target (a `pythons` entry), or for python itself
+    when target is None."""
+    return [
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--only-binary=:all:",
+        "-d",
+        str(target_dir),
+        *(target_pip_args(target) if target is not None else []),
+        *pip_args,
+        *extra,
+        *(requirements_for(requirements, target) if target is not None else requirements),
+    ]
+
+
+def download_wheels(target, requirements, pip_args, built=(), python="python3", pythons=()):
+    """pip download of requirements with their closure into target, wheels only, once for each target Python of
+    pythons (the union of their closures; pip on each host takes what fits it from --find-links), or for python
+    itself when there are none; the stack's own builds stand in as placeholders during the resolution and are
+    removed after it."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="instinct-placeholders-") as placeholders:
         pins = placeholder_wheels(built, placeholders)
         extra = ["--find-links", placeholders, *pins] if pins else []
-        run(
-            [
-                python,
-                "-m",
-                "pip",
-                "download",
-                "--disable-pip-version-check",
-                "--quiet",
-                "--only-binary=:all:",
-                "-d",
-                str(target),
-                *pip_args,
-                *extra,
-                *requirements,
-            ]
-        )
+        for wanted in pythons or [None]:
+            try:
+                run(pip_download_argv(python, target, requirements, pip_args, extra, wanted))
+            except MirrorError as error:
+                if wanted is None:
+                    raise
+                raise MirrorError("wheels for %s: %s" % (describe_python(wanted), error)) from None
     for path in target.glob("*%s*" % PLACEHOLDER):
         path.unlink()
     return sorted(p.name for p in target.iterdir())
 
 
-def wheelhouse(config, dest):
+INTERPRETER = (
+    "import json, platform, sys; print(json.dumps({'implementation': sys.implementation.name, "
+    "'version': '%d.%d' % sys.version_info[:2], 'libc': ' '.join(platform.libc_ver()), 'machine': platform.machine()}))"
+)
+
+
+def wheelhouse(config, dest, python="python3"):
+    """The wheelhouse under dest/wheels, and what the manifest records of it: the wheels, what was asked for, and
+    the Pythons they are for."""
+    recorded = {
+        "wheels": [],
+        "pythons": config["pythons"],
+        "wheel_requirements": config["wheels"],
+        "built_by_the_stack": config["built_by_the_stack"],
+    }
     if not config["wheels"]:
+        recorded["wheels_for"] = "no wheelhouse: wheels is empty"
+        return recorded
+    if config["pythons"]:
+        recorded["wheels_for"] = "; ".join(describe_python(target) for target in config["pythons"])
+    else:
+        own = json.loads(run([python, "-c", INTERPRETER]))
+        recorded["wheels_for"] = (
+            "only the Python that built the mirror (%s: %s %s, %s, %s): declare the hosts' Pythons under pythons"
+            % (python, own["implementation"], own["version"], own["libc"] or "no glibc", own["machine"])
+        )
+        print("warning: wheels for %s" % recorded["wheels_for"], file=sys.stderr)
+    recorded["wheels"] = download_wheels(
+        dest / "wheels",
+        config["wheels"],
+        config["pip_args"],
+        config["built_by_the_stack"],
+        python=python,
+        pythons=config["pythons"],
+    )
+    return recorded
+
+
+def wheel_problems(dest, manifest):
+    """For each target Python the manifest declares, each requirement asked for (its marker evaluated for the
+    target) that wheels/ holds no wheel for that the target installs at a version the requirement allows, and any
+    .whl whose name is not a wheel's. Not a resolution: only the top-level requirements are checked, by name,
+    version and tags; their dependencies are not resolved again here (pip download did, per target, at build
+    time)."""
+    targets = manifest.get("pythons") or []
+    requirements = manifest.get("wheel_requirements") or []
+    if not targets or not requirements:
         return []
-    return download_wheels(dest / "wheels", config["wheels"], config["pip_args"], config["built_by_the_stack"])
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    built = {canonicalize_name(parsed_requirement(line).name) for line in manifest.get("built_by_the_stack", [])}
+    problems, held = [], {}
+    for path in sorted((dest / "wheels").glob("*.whl")):
+        try:
+            parsed = parse_wheel_filename(path.name)  # name, version, build tag, tags
+        except InvalidWheelFilename:
+            problems.append("not a wheel's file name: wheels/%s" % path.name)
+            continue
+        held.setdefault(parsed[0], []).append((parsed[1], parsed[3]))
+    for target in targets:
+        supported = target_tags(target)
+        for line in requirements:
+            requirement = parsed_requirement(line)
+            # A path or an option (pip reads them, PEP 508 does not) is not checked.
+            if requirement is None or canonicalize_name(requirement.name) in built:
+                continue
+            if requirement.marker is not None and not requirement.marker.evaluate(marker_environment(target)):
+                continue
+            if not any(
+                tags & supported and requirement.specifier.contains(version, prereleases=True)
+                for version, tags in held.get(canonicalize_name(requirement.name), [])
+            ):
+                problems.append("missing wheel: %s for %s" % (line, describe_python(target)))
+    return problems
 
 
 def write_manifest(dest, summary):
@@ -702,7 +937,7 @@ def build(config_path, dest):
         "packages": debs,
         "distributions": distributions,
         "git": refs,
-        "wheels": wheels,
+        **wheels,
         "downloads": downloads,
         **download_settings(config),
     }
@@ -710,9 +945,9 @@ def build(config_path, dest):
 
 
 def verify(dest):
-    """Problems found: files missing, changed, or not in the manifest, requested distribution packages missing from
-    their index, build-time downloads missing or unlike the SHA-256 their source names. Empty when the mirror is
-    intact."""
+    """Problems found: files missing, changed, or not in the manifest, requested wheels missing for a declared target
+    Python, requested distribution packages missing from their index, build-time downloads missing or unlike the
+    SHA-256 their source names. Empty when the mirror is intact."""
     dest = Path(dest)
     manifest_path = dest / MANIFEST
     if not manifest_path.is_file():
@@ -729,6 +964,8 @@ def verify(dest):
     for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
         if str(path.relative_to(dest)) not in listed:
             problems.append("not in the manifest: %s" % path.relative_to(dest))
+    # A wheel for every requirement asked for, for each Python the hosts run.
+    problems += wheel_problems(dest, manifest)
     # Each distribution's requested packages, in its index: the hosts install them by name from it.
     for name, distribution in sorted(manifest.get("distributions", {}).items()):
         index = dest / distribution_path(name) / "dists" / distribution["suite"] / "main" / "binary-amd64" / "Packages"
