@@ -11,6 +11,7 @@ apt_packages=(
   apt-utils gnupg socat                   # the fixture mirror's indexes and signatures; the air-gapped guest's forward
   systemd-container iproute2              # benchmarks/scale.py's lightweight hosts
   shellcheck                              # ansible-test sanity's shellcheck test
+  cmake                                   # the unit tests run the fixture PyTorch's CMake against fixture ROCm trees
 )
 missing=()
 for package in "${apt_packages[@]}"; do

@@ -102,6 +102,66 @@ GIT_ENV = {
     "GIT_COMMITTER_DATE": "2026-11-01T00:00:00Z",
 }
 BUILD_NUMBER = "56"
+# HIP's version in the ROCm release (hip-runtime-amd, hip-dev): the one its FindHIP.cmake and hip-config report.
+HIP_VERSION = "7.0.51831"
+
+
+def cmake_config_files(prefix, package, version):
+    """The CMake package files of a ROCm -dev package, where rocm-cmake's rocm_export_targets installs them:
+    lib/cmake/<package>/<package>-config.cmake and -config-version.cmake, in the devel component, which
+    ROCMCreatePackage packs as <name>-dev (ROCm/rocm-cmake ROCMInstallTargets.cmake, ROCMCreatePackage.cmake). That is
+    what PyTorch's LoadHIP.cmake finds with find_package; the runtime package (hipblas ...) has the library alone."""
+    config_dir = "%s/lib/cmake/%s" % (prefix, package)
+    return {
+        config_dir + "/%s-config.cmake" % package: (
+            "# Fixture of the %s-config.cmake of ROCm's development package: the include directory, as\n"
+            "# rocm_export_targets sets it (<name>_INCLUDE_DIR, which LoadHIP.cmake adds to ROCM_INCLUDE_DIRS).\n"
+            'get_filename_component(PACKAGE_PREFIX_DIR "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)\n'
+            'set(%s_INCLUDE_DIR "${PACKAGE_PREFIX_DIR}/include")\n'
+            'set(%s_INCLUDE_DIRS "${PACKAGE_PREFIX_DIR}/include")\n' % (package, package, package)
+        ),
+        config_dir + "/%s-config-version.cmake" % package: (
+            'set(PACKAGE_VERSION "%s")\n'
+            "if(PACKAGE_FIND_VERSION AND PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
+            "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
+            "else()\n"
+            "  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n"
+            "endif()\n" % version
+        ),
+    }
+
+
+def hip_dev_files(prefix, hip_version):
+    """hip-dev's CMake files and headers (ROCm/clr hipamd/packaging/CMakeLists.txt installs them in the dev component,
+    package hip-dev; hip-runtime-amd has libamdhip64 alone): hip-config.cmake, and ROCm/HIP's cmake/FindHIP.cmake in
+    the same directory, which LoadHIP.cmake at v2.9.0 looks for first (find_package(HIP 1.0 MODULE))."""
+    major, minor, patch = hip_version.split(".")
+    files = cmake_config_files(prefix, "hip", hip_version)
+    files[prefix + "/lib/cmake/hip/FindHIP.cmake"] = (
+        "# Fixture of ROCm/HIP cmake/FindHIP.cmake, which hip-dev installs in lib/cmake/hip: HIP found in the prefix\n"
+        "# this file sits in, with its version.\n"
+        'get_filename_component(HIP_ROOT_DIR "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)\n'
+        'set(HIP_VERSION_MAJOR "%s")\nset(HIP_VERSION_MINOR "%s")\nset(HIP_VERSION_PATCH "%s")\n'
+        'set(HIP_VERSION "%s")\n'
+        "include(FindPackageHandleStandardArgs)\n"
+        "find_package_handle_standard_args(HIP REQUIRED_VARS HIP_ROOT_DIR VERSION_VAR HIP_VERSION)\n"
+        % (major, minor, patch, hip_version)
+    )
+    files[prefix + "/include/hip/hip_version.h"] = (
+        "#pragma once\n#define HIP_VERSION_MAJOR %s\n#define HIP_VERSION_MINOR %s\n#define HIP_VERSION_PATCH %s\n"
+        % (major, minor, patch)
+    )
+    files[prefix + "/include/hip/hip_runtime.h"] = "#pragma once\n#include <hip/hip_version.h>\n"
+    return files
+
+
+def dev_package_files(prefix, package, version, header, soname=None):
+    """A library's -dev package: its CMake files, a header and the library's development symlink."""
+    files = cmake_config_files(prefix, package, version)
+    files["%s/include/%s/%s" % (prefix, package, header)] = "#pragma once\n"
+    if soname:
+        files["%s/lib/%s" % (prefix, soname.split(".so")[0] + ".so")] = ("link", soname)
+    return files
 
 
 def rocm_packages(rocm, suite):
@@ -169,11 +229,22 @@ def rocm_packages(rocm, suite):
         ),
         (
             "hip-runtime-amd",
-            version("7.0.51831"),
+            version(HIP_VERSION),
             ["rocm-core", "hsa-rocr"],
             {
                 prefix + "/lib/libamdhip64.so.7.0.51831": ("so", "libamdhip64.so.7"),
             },
+            {},
+        ),
+        # From here on, as in ROCm: a runtime package carries the shared library alone, its -dev package the CMake
+        # files and headers a build finds (hip-dev, hipblas-dev ...). PyTorch's cmake/public/LoadHIP.cmake needs the
+        # -dev packages (../shared/UPSTREAM.md); the runtime meta packages (rocm-hip-runtime, rocm-hip-libraries)
+        # install none of them, rocm-hip-sdk all but miopen-hip-dev, rocm-ml-sdk and rocm all.
+        (
+            "hip-dev",
+            version(HIP_VERSION),
+            ["hip-runtime-amd", "rocm-llvm", "rocm-core"],
+            hip_dev_files(prefix, HIP_VERSION),
             {},
         ),
         (
@@ -189,7 +260,7 @@ def rocm_packages(rocm, suite):
             "hipblas-dev",
             version("3.0.2"),
             ["hipblas"],
-            {prefix + "/lib/libhipblas.so": ("link", "libhipblas.so.2")},
+            dev_package_files(prefix, "hipblas", "3.0.2", "hipblas.h", "libhipblas.so.2"),
             {},
         ),
         (
@@ -200,6 +271,28 @@ def rocm_packages(rocm, suite):
                 prefix + "/lib/libhipblaslt.so.1.0": ("so", "libhipblaslt.so.1"),
                 prefix + "/lib/hipblaslt/library/TensileManifest.txt": "gfx90a\ngfx942\ngfx950\n",
             },
+            {},
+        ),
+        (
+            "hipblaslt-dev",
+            version("1.0.0"),
+            ["hipblaslt"],
+            dev_package_files(prefix, "hipblaslt", "1.0.0", "hipblaslt.h", "libhipblaslt.so.1"),
+            {},
+        ),
+        # MIOpen, whose Debian packages are named miopen-hip and miopen-hip-dev (its CMake package: miopen).
+        (
+            "miopen-hip",
+            version("3.5.0"),
+            ["rocm-core", "hip-runtime-amd"],
+            {prefix + "/lib/libMIOpen.so.1.0": ("so", "libMIOpen.so.1")},
+            {},
+        ),
+        (
+            "miopen-hip-dev",
+            version("3.5.0"),
+            ["miopen-hip"],
+            dev_package_files(prefix, "miopen", "3.5.0", "miopen.h", "libMIOpen.so.1"),
             {},
         ),
         (
@@ -215,9 +308,24 @@ def rocm_packages(rocm, suite):
             },
             {},
         ),
+        # The meta packages, as AMD's package tables give them (ROCm/rocm-install-on-linux
+        # docs/reference/package-manager-integration.rst), over the packages the fixture models.
         ("rocm-hip-runtime", version(rocm), ["rocm-core", "hsa-rocr", "rocminfo", "hip-runtime-amd"], {}, {}),
         ("rocm-hip-libraries", version(rocm), ["rocm-hip-runtime", "hipblas", "hipblaslt"], {}, {}),
-        ("rocm-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "rocm-llvm", "hipblas-dev"], {}, {}),
+        ("rocm-hip-runtime-dev", version(rocm), ["rocm-hip-runtime", "hipcc", "hip-dev", "rocm-llvm"], {}, {}),
+        (
+            "rocm-hip-sdk",
+            version(rocm),
+            ["rocm-hip-libraries", "rocm-hip-runtime-dev", "hipblas-dev", "hipblaslt-dev"],
+            {},
+            {},
+        ),
+        ("rocm-ml-libraries", version(rocm), ["rocm-hip-libraries", "miopen-hip"], {}, {}),
+        ("rocm-ml-sdk", version(rocm), ["rocm-hip-sdk", "rocm-ml-libraries", "miopen-hip-dev"], {}, {}),
+        # rocm-dev is in none of AMD's tables: the math libraries' packages depended on it (ROCm/hipBLAS#130) and
+        # PyTorch's CI installs it beside rocm-libs (.ci/docker/common/install_rocm.sh), so it carries HIP's
+        # development files, not the libraries'.
+        ("rocm-dev", version(rocm), ["rocm-hip-runtime-dev"], {}, {}),
         (
             # The amdsmi Python package's source, which vLLM's platform detection imports; vLLM's
             # docker/Dockerfile.rocm_base pip-installs it from here (../shared/UPSTREAM.md, "AMD packages").
@@ -227,7 +335,8 @@ def rocm_packages(rocm, suite):
             amd_smi_files(prefix + "/share/amd_smi", rocminfo_output),
             {},
         ),
-        ("rocm", version(rocm), ["rocm-hip-libraries", "rocm-dev", "amd-smi-lib"], {}, {}),
+        ("rocm-developer-tools", version(rocm), ["rocm-core", "amd-smi-lib"], {}, {}),
+        ("rocm", version(rocm), ["rocm-developer-tools", "rocm-ml-sdk"], {}, {}),
     ]
 
 

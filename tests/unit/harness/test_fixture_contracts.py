@@ -580,3 +580,186 @@ def test_the_fixture_aotriton_cmake_lists_the_sha256_of_the_fixture_tarballs(tmp
         first = (tmp_path / "first" / stored).read_bytes()
         assert hashlib.sha256(first).hexdigest() == expected, url
         assert (tmp_path / "second" / stored).read_bytes() == first
+
+
+# PyTorch's cmake/public/LoadHIP.cmake (v2.9.0) finds ROCm by CMake files that only ROCm's -dev packages carry
+# (../shared/UPSTREAM.md); the rocm role refuses, on a build host, a rocm_packages list that holds none of the sets
+# that install them all (roles/rocm/tasks/build_host.yml). The fixture ROCm's packages and the fixture PyTorch's CMake
+# hold the role to that: a list it accepts builds, a list it refuses does not.
+ROCM_BUILD_HOST_TASKS = os.path.join(ROOT, "roles", "rocm", "tasks", "build_host.yml")
+# Lists the role refuses on a build host: the runtime (the old defaults' "works too"), hip-dev without the libraries'
+# -dev packages, and rocm-hip-sdk, which leaves out miopen-hip-dev.
+ROCM_LISTS_THAT_CANNOT_BUILD = [
+    ["rocm-hip-runtime", "rocm-hip-libraries"],
+    ["rocm-dev", "rocm-hip-libraries"],
+    ["rocm-hip-runtime-dev", "rocm-ml-libraries"],
+    ["rocm-hip-sdk"],
+]
+
+
+def rocm_role_build_sets():
+    """The package sets of which the rocm role wants one whole in a build host's rocm_packages."""
+    import yaml
+
+    with open(ROCM_BUILD_HOST_TASKS) as handle:
+        (task,) = yaml.safe_load(handle)
+    return task["vars"]["rocm_build_package_sets"]
+
+
+def fixture_rocm_install(tmp_path, roots):
+    """What apt installs of the fixture ROCm for roots (their dependency closure), laid out under tmp_path/rocm as
+    under /opt/rocm-<release>: text files and symlinks as build_mirror.py packs them, each shared library empty."""
+    release = build_mirror.RELEASES[0][0]
+    packages = {package[0]: package for package in build_mirror.rocm_packages(release, "noble")}
+    assert set(roots) <= set(packages), "not fixture ROCm packages: %s" % sorted(set(roots) - set(packages))
+    installed, todo = set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name in packages and name not in installed:
+            installed.add(name)
+            todo.extend(packages[name][2])
+    prefix = tmp_path / "rocm"
+    for name in installed:
+        for path, content in packages[name][3].items():
+            target = prefix / os.path.relpath(path, "/opt/rocm-" + release)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, tuple) and content[0] == "link":
+                target.symlink_to(content[1])
+            else:
+                target.write_text(content if isinstance(content, str) else "")
+                target.chmod(0o755 if target.read_text().startswith("#!") else 0o644)
+    return prefix
+
+
+def fixture_loadhip(tmp_path, roots):
+    """CMake over the fixture PyTorch's cmake/Dependencies.cmake (its HIP section, which includes its
+    cmake/public/LoadHIP.cmake), ROCM_PATH the fixture ROCm that roots install, as the pytorch role sets it. The
+    fixture's top-level CMakeLists.txt adds the compiler and targets around it and asks for CMake 3.27 as upstream does,
+    more than this machine's may be."""
+    import shutil
+
+    import pytest
+
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("no cmake on this machine to run the fixture PyTorch's CMake with")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    prefix = fixture_rocm_install(tmp_path, roots)
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(loadhip_probe NONE)\ninclude(%s)\n"
+        % os.path.join(SOURCES, "pytorch", "cmake", "Dependencies.cmake")
+    )
+    run = subprocess.run(
+        [cmake, "-S", str(driver), "-B", str(tmp_path / "build")],
+        env=dict(os.environ, ROCM_PATH=str(prefix)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # CMake wraps its messages at 80 columns.
+    return run.returncode, " ".join((run.stdout + run.stderr).split())
+
+
+def test_fixture_pytorch_on_the_rocm_runtime_alone_finds_no_hip_as_upstream(tmp_path):
+    returncode, output = fixture_loadhip(tmp_path, ["rocm-hip-runtime", "rocm-hip-libraries"])
+    assert returncode != 0
+    # No hip-dev, so no lib/cmake/hip/FindHIP.cmake: upstream's LoadHIP finds no HIP and Dependencies.cmake turns
+    # USE_ROCM off (a torch without ROCm); the fixture stops there and says so.
+    assert 'No "FindHIP.cmake" found in CMAKE_MODULE_PATH.' in output
+    assert "PyTorch's cmake/Dependencies.cmake turns USE_ROCM off here and builds torch without ROCm" in output
+
+
+def test_fixture_pytorch_needs_each_librarys_dev_package_with_cmakes_own_error(tmp_path):
+    # hip-dev (FindHIP.cmake, hip-config.cmake) with the libraries' runtime packages only: the first REQUIRED
+    # component stops CMake with the error upstream's build shows.
+    returncode, output = fixture_loadhip(tmp_path / "hip", ["rocm-dev", "rocm-hip-libraries"])
+    assert returncode != 0 and "hip VERSION: " + build_mirror.HIP_VERSION in output
+    assert (
+        'Could not find a package configuration file provided by "hipblas" with any of the following names: '
+        "hipblasConfig.cmake hipblas-config.cmake" in output
+    )
+    # rocm-hip-sdk installs hip-dev, hipblas-dev and hipblaslt-dev, and not MIOpen's development package.
+    returncode, output = fixture_loadhip(tmp_path / "sdk", ["rocm-hip-sdk"])
+    assert returncode != 0 and "hipblas VERSION: 3.0.2" in output
+    assert 'Could not find a package configuration file provided by "miopen"' in output
+
+
+def test_the_rocm_role_accepts_on_a_build_host_exactly_the_lists_the_fixture_pytorch_builds_with(tmp_path):
+    accepted = rocm_role_build_sets()
+    assert ["rocm"] in accepted
+    for index, roots in enumerate(accepted):
+        returncode, output = fixture_loadhip(tmp_path / ("accepted%d" % index), roots)
+        assert returncode == 0, (roots, output[-3000:])
+        for found in ("hip VERSION: " + build_mirror.HIP_VERSION, "hipblas VERSION: 3.0.2", "miopen VERSION: 3.5.0"):
+            assert found in output, (roots, found)
+        assert "hipblaslt VERSION: 1.0.0" in output and "Compiling with HIP for AMD." in output
+    for index, roots in enumerate(ROCM_LISTS_THAT_CANNOT_BUILD):
+        assert not any(set(build_set) <= set(roots) for build_set in accepted), roots
+        returncode, output = fixture_loadhip(tmp_path / ("refused%d" % index), roots)
+        assert returncode != 0, roots
+
+
+def test_the_rocm_role_refuses_a_runtime_only_list_on_build_hosts_alone(tmp_path):
+    """The role's check, run by ansible-playbook: a host of build_hosts, or without that group the first inference
+    host, is refused the runtime packages before anything is installed; an inference host takes them."""
+    import json
+
+    import yaml
+
+    runtime = ["rocm-hip-runtime", "rocm-hip-libraries"]
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventories = {
+        "grouped": {
+            "build_hosts": {
+                "hosts": {"build1": {"rocm_packages": runtime}, "build2": {"rocm_packages": ["rocm-ml-sdk"]}}
+            },
+            "inference_hosts": {"hosts": {"gpu1": {"rocm_packages": runtime}}},
+        },
+        "ungrouped": {"inference_hosts": {"hosts": {"gpu1": {"rocm_packages": runtime}, "gpu2": {}}}},
+    }
+    (tmp_path / "play.yml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Check",
+                    "hosts": "all",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "Check",
+                            "ansible.builtin.include_role": {"name": "instinct.stack.rocm", "tasks_from": "build_host"},
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    outcomes = {}
+    for name, groups in inventories.items():
+        (tmp_path / (name + ".yml")).write_text(yaml.safe_dump({"all": {"vars": local, "children": groups}}))
+        run = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", name + ".yml", "play.yml"],
+            cwd=tmp_path,
+            env=dict(
+                os.environ,
+                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        (task,) = [task for play in json.loads(run.stdout)["plays"] for task in play["tasks"][1:]]
+        outcomes[name] = {
+            host: "refused: " + result["msg"] if result.get("failed") else "skipped" if result.get("skipped") else "ok"
+            for host, result in task["hosts"].items()
+        }
+    grouped, ungrouped = outcomes["grouped"], outcomes["ungrouped"]
+    assert (grouped["build2"], grouped["gpu1"], ungrouped["gpu2"]) == ("ok", "skipped", "skipped")
+    for refused in (grouped["build1"], ungrouped["gpu1"]):
+        assert refused.startswith("refused: ") and "(rocm-hip-runtime, rocm-hip-libraries)" in refused
+        assert "add rocm, or rocm-ml-sdk, or rocm-hip-sdk with miopen-hip-dev to this host's rocm_packages" in refused
