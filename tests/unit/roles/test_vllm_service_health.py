@@ -30,11 +30,11 @@ SHOW = {
     "ExecMainCode": "0",
     "ExecMainStatus": "0",
 }
-JOURNAL = [
+JOURNAL = (
     "INFO Starting vLLM API server on http://127.0.0.1:8000",
     "Loading safetensors checkpoint shards:   0% Completed | 0/4\rLoading safetensors checkpoint shards:  50% "
     "Completed | 2/4",
-]
+)
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_the_wait_shows_the_journal_while_the_model_loads(host, health):
 
 def test_a_failed_unit_fails_at_once_with_its_journal(host):
     host.unit(
-        lines=JOURNAL + ["RuntimeError: Engine core initialization failed. See root cause above."],
+        lines=JOURNAL + ("RuntimeError: Engine core initialization failed. See root cause above.",),
         ActiveState="failed",
         SubState="failed",
         Result="exit-code",

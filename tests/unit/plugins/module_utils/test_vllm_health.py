@@ -98,8 +98,8 @@ def test_restarts_minus_one_accepts_any_crash_loop():
 
 
 def test_clean_message_keeps_a_progress_bars_last_state_and_drops_escapes():
-    bar = "Loading shards:   0% |\rLoading shards:  45% Completed | 9/20 [01:02<01:10]\r"
-    assert vh.clean_message(bar) == "Loading shards: 45% Completed | 9/20 [01:02<01:10]"
+    progress = "Loading shards:   0% |\rLoading shards:  45% Completed | 9/20 [01:02<01:10]\r"
+    assert vh.clean_message(progress) == "Loading shards: 45% Completed | 9/20 [01:02<01:10]"
     assert vh.clean_message("\x1b[1;32mINFO\x1b[0m   ready") == "INFO ready"
     assert vh.clean_message(list(b"caf\xc3\xa9 \xff")) == "caf\u00e9 \ufffd"
     assert vh.clean_message(None) == ""
