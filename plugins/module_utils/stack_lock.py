@@ -66,12 +66,15 @@ def packages_from_files(paths):
     return packages
 
 
-def lock_text(key, packages):
+def lock_text(key, packages, python_abi=None):
     """The requirements file: one pinned, hashed line per wheel, sorted, nothing that varies between runs."""
     lines = [
         "# instinct.stack lock of stack %s: the whole runtime closure, one wheel each." % key,
         "# Install with: pip install --require-hashes --no-deps --only-binary=:all: -r %s" % LOCK_FILE,
     ]
+    if python_abi:
+        # The closure holds binary wheels of one interpreter, platform and C library (module_utils/python_abi.py).
+        lines.append("# For the Python ABI %s only." % python_abi)
     for name in sorted(packages):
         entry = packages[name]
         lines.append("%s==%s --hash=sha256:%s" % (name, entry["version"], entry["sha256"]))
@@ -116,16 +119,19 @@ def resolve(python, wheels, pip_args, workdir, runner=subprocess.run):
     return [os.path.join(workdir, name) for name in os.listdir(workdir) if name.endswith((".whl", ".tar.gz", ".zip"))]
 
 
-def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflicting=()):
+def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflicting=(), python_abi=None):
     """Publish the lock of key under lock_dir (atomically) unless it exists for these very wheels; return (info,
     changed). A published lock that pins other files of the built wheels (rebuilt since) is resolved again and replaced.
 
     conflicting names projects that must come from the built wheels only (torch, triton under both its names ...):
-    the closure pulling one of them from the index is an error.
+    the closure pulling one of them from the index is an error. python_abi, the build host's Python ABI (the
+    python's), is recorded in the lock: the closure's binary wheels install on that ABI only.
     """
     published = read_lock(lock_dir, key)
     missing = [wheel for wheel in wheels if not os.path.isfile(wheel)]
-    if published and (missing or not rebuilt_wheels(published, wheels)):
+    # A lock published without the ABI, or for another (a key made before the ABI was part of it), is made again.
+    same_abi = not python_abi or published and published.get("python_abi") == python_abi
+    if published and same_abi and (missing or not rebuilt_wheels(published, wheels)):
         return published, False
     if missing:
         raise LockError("the stack's wheels are missing on the build host: %s" % ", ".join(missing))
@@ -154,11 +160,13 @@ def lock(python, wheels, pip_args, lock_dir, key, runner=subprocess.run, conflic
                 "triton_wheel_name) or drop the requirement."
                 % (", ".join("%s %s" % (name, packages[name]["file"]) for name in foreign), ", ".join(sorted(built)))
             )
-        text = lock_text(key, packages)
+        text = lock_text(key, packages, python_abi)
         shutil.rmtree(downloads)
         with open(os.path.join(staging, LOCK_FILE), "w") as handle:
             handle.write(text)
         info = {"key": key, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "packages": packages}
+        if python_abi:
+            info["python_abi"] = python_abi
         with open(os.path.join(staging, LOCK_INFO), "w") as handle:
             json.dump(info, handle, indent=2, sort_keys=True)
         os.chmod(staging, 0o755)  # noqa: S103 - a lock is public: it lists files and hashes, no secret

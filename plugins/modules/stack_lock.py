@@ -46,6 +46,12 @@ options:
     description: The stack key.
     type: str
     required: true
+  python_abi:
+    description:
+      - The Python ABI of O(python) (the C(key) of M(instinct.stack.python_abi)'s fact), recorded in the lock and
+        returned as RV(python_abi), since the closure's binary wheels install on that ABI only.
+    type: str
+    version_added: "0.3.0"
   conflicting:
     description:
       - Projects that may come only from O(wheels) (C(torch), C(triton), C(pytorch-triton-rocm) ...). The closure
@@ -87,6 +93,11 @@ packages:
   description: Every locked wheel by project name, with C(version), C(sha256) and C(file).
   returned: success and not check mode or already locked
   type: dict
+python_abi:
+  description: The Python ABI the lock was resolved for, as given in O(python_abi) when it was published.
+  returned: success and not check mode or already locked, for a lock published with O(python_abi)
+  type: str
+  version_added: "0.3.0"
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -103,6 +114,7 @@ def main():
             lock_dir=dict(type="path", required=True),
             key=dict(type="str", required=True, no_log=False),
             conflicting=dict(type="list", elements="str", default=[]),
+            python_abi=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -112,11 +124,20 @@ def main():
         module.exit_json(changed=True)
     try:
         info, changed = lock(
-            p["python"], p["wheels"], p["pip_args"], p["lock_dir"], p["key"], conflicting=p["conflicting"]
+            p["python"],
+            p["wheels"],
+            p["pip_args"],
+            p["lock_dir"],
+            p["key"],
+            conflicting=p["conflicting"],
+            python_abi=p["python_abi"],
         )
     except LockError as exc:
         module.fail_json(msg="%s: %s" % (p["key"], exc))
-    module.exit_json(changed=changed, lock_file=info["path"], sha256=info["sha256"], packages=info["packages"])
+    result = dict(changed=changed, lock_file=info["path"], sha256=info["sha256"], packages=info["packages"])
+    if info.get("python_abi"):
+        result["python_abi"] = info["python_abi"]
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

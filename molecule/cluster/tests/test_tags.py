@@ -13,7 +13,8 @@ from cluster_hosts import NODES, invocation, nodes, playbook_json
 
 RECORD = "/etc/instinct-stack/vllm/fixture.stack"
 VALIDATION = "Validating arguments against arg spec"
-ROLE_OF_PATH = re.compile(r"/roles/(\w+)/")
+# A role's task is named by its role; site.yml's first play (the inputs' check, which reads no host) by its file.
+ROLE_OF_PATH = re.compile(r"/roles/(\w+)/|/playbooks/(check_inputs)\.yml")
 
 
 def site(*args):
@@ -45,15 +46,19 @@ def unchanged_run():
 def test_only_the_service_role_runs(unchanged_run):
     tasks, _stats, _before, _after = unchanged_run
     ran = {
-        ROLE_OF_PATH.search(path).group(1) if ROLE_OF_PATH.search(path) else name
+        next(group for group in ROLE_OF_PATH.search(path).groups() if group) if ROLE_OF_PATH.search(path) else name
         for name, path, _host, result in tasks
         if VALIDATION not in name and not result.get("skipped")
     }
-    # The other tasks are tagged always: the root site.yml's check that the inventory names hosts, and the rollout
-    # lock taken first and given back last (playbooks/tasks/rollout_lock.yml; its stop block is skipped).
+    # The other tasks are tagged always: the root site.yml's check that the inventory names hosts, the inputs' and the
+    # Python ABI's checks, and the rollout lock taken first and given back last (playbooks/tasks/rollout_lock.yml; its
+    # stop block is skipped).
     assert ran == {
         "vllm_service",
         "Check that the inventory names hosts",
+        "check_inputs",
+        "Find the host's Python ABI",
+        "Refuse hosts of several Python ABIs",
         "Take the rollout lock",
         "Give back the rollout lock",
     }, ran

@@ -65,6 +65,8 @@ CHECK_INPUTS = [
     "Stop on a variable the roles' argument specs refuse",
     "Check the vLLM instances' names, ports and options",
 ]
+# site.yml's second play: every host's Python ABI (instinct.stack.python_abi), one for the whole fleet.
+PYTHON_ABI = ["Find the host's Python ABI", "Refuse hosts of several Python ABIs"]
 TAKE_LOCK = [
     "Take the rollout lock",
     "Give back the rollout lock taken on the other hosts",
@@ -165,13 +167,14 @@ def expected_lock_tasks(last_play):
 
 
 def expected_site_tasks():
-    """site.yml's: the inputs' check (play 1), the lock (play 2), the fast path's check (play 3), the record and the
-    lock's give-back (the last play)."""
-    last = len(PLAYS) + 4
+    """site.yml's: the inputs' check (play 1), the Python ABI's (play 2), the lock (play 3), the fast path's check
+    (play 4), the record and the lock's give-back (the last play)."""
+    last = len(PLAYS) + 5
     return (
         [(1, name) for name in CHECK_INPUTS]
-        + [(2, name) for name in TAKE_LOCK]
-        + [(3, name) for name in FAST_PATH]
+        + [(2, name) for name in PYTHON_ABI]
+        + [(3, name) for name in TAKE_LOCK]
+        + [(4, name) for name in FAST_PATH]
         + [(last, name) for name in RECORD + GIVE_BACK_LOCK]
     )
 
@@ -179,10 +182,10 @@ def expected_site_tasks():
 def test_list_tags_shows_every_play_and_role_tag(ansible):
     output = ansible("--list-tags")
     plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert plays == ["always", "always", "always", *PLAYS, "always"]
+    assert plays == ["always"] * 4 + [*PLAYS, "always"]
     task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
     expected = [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
-    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}, {"always"}, {"always"}, *expected, {"always"}]
+    assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}] * 4 + [*expected, {"always"}]
 
 
 @pytest.mark.parametrize("tag", list(SELECTS))
@@ -200,7 +203,7 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
 
 def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
     selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
-    assert {play for play, _role, _name, _tags in selected} == {6}  # the serve play, after the checks' and the lock's
+    assert {play for play, _role, _name, _tags in selected} == {7}  # the serve play, after the checks' and the lock's
     names = [name for _play, _role, name, _tags in selected]
     facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
     assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs

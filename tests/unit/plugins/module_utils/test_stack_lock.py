@@ -146,3 +146,34 @@ def test_a_lock_whose_built_wheel_was_rebuilt_is_resolved_again(tmp_path, built)
     assert again["packages"]["vllm"] == first["packages"]["vllm"]
     assert sorted(os.listdir(locks)) == ["k1"]
     assert stack_lock.lock("/venv/bin/python", built, [], locks, "k1", FakePip([]))[1] is False
+
+
+def test_the_lock_names_the_python_abi_and_is_made_again_for_another(tmp_path, built):
+    pip = FakePip(["jinja2-3.1.6-py3-none-any.whl"])
+    locks = str(tmp_path / "locks")
+    info, changed = stack_lock.lock(
+        "/venv/bin/python", built, [], locks, "k1", pip, python_abi="cp311-linux_x86_64-glibc2.36"
+    )
+    assert changed and info["python_abi"] == "cp311-linux_x86_64-glibc2.36"
+    with open(info["path"]) as handle:
+        assert "# For the Python ABI cp311-linux_x86_64-glibc2.36 only.\n" in handle.read()
+    assert (
+        stack_lock.lock("/venv/bin/python", built, [], locks, "k1", pip, python_abi="cp311-linux_x86_64-glibc2.36")[1]
+        is False
+    )
+    # The same key locked by a build host of another ABI (a key made before the ABI was part of it): made again.
+    info, changed = stack_lock.lock(
+        "/venv/bin/python", built, [], locks, "k1", pip, python_abi="cp313-linux_x86_64-glibc2.41"
+    )
+    assert changed and info["python_abi"] == "cp313-linux_x86_64-glibc2.41"
+    assert stack_lock.read_lock(locks, "k1")["python_abi"] == "cp313-linux_x86_64-glibc2.41"
+
+
+def test_a_lock_published_without_the_abi_is_made_again_with_it(tmp_path, built):
+    pip = FakePip([])
+    locks = str(tmp_path / "locks")
+    assert "python_abi" not in stack_lock.lock("/venv/bin/python", built, [], locks, "k1", pip)[0]
+    info, changed = stack_lock.lock(
+        "/venv/bin/python", built, [], locks, "k1", pip, python_abi="cp311-linux_x86_64-glibc2.36"
+    )
+    assert changed and info["python_abi"] == "cp311-linux_x86_64-glibc2.36"
