@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Debian 12 guest image that the molecule scenarios boot with qemu.
-# The image is cached, keyed by this recipe, so only a changed recipe rebuilds it.
+# Builds the Debian 12 guest image that the molecule scenarios boot with qemu or systemd-nspawn; with
+# INSTINCT_GUEST_SUITE=trixie the same minimal server of Debian 13, the other release of the cluster scenario's mixed
+# fleet. The image is cached, keyed by this recipe and the suite, so only a changed recipe rebuilds it.
 # Usage: build-image.sh [CACHE_DIR]   prints the directory holding disk.img, vmlinuz, initrd.img
 set -euo pipefail
 # stdout carries the image directory and nothing else (callers read it whole): every other line, ours or a tool's
@@ -9,7 +10,7 @@ exec 3>&1 1>&2
 
 recipe_dir=$(cd "$(dirname "$0")" && pwd)
 cache_root=${1:-${INSTINCT_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/instinct-stack/vm}}
-suite=bookworm
+suite=${INSTINCT_GUEST_SUITE:-bookworm}
 mirror=${INSTINCT_DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 # What a minimal server install holds (Debian's netinst with only "SSH server", or Ubuntu Server minimized): a kernel,
@@ -22,8 +23,8 @@ packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,sudo,python3,km
 packages+=,curl
 disk_size=6G
 
-key=$(cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/* | sha256sum | cut -c1-16)
-out="$cache_root/debian12-$key"
+key=$({ echo "$suite"; cat "$recipe_dir/build-image.sh" "$recipe_dir"/guest-files/*; } | sha256sum | cut -c1-16)
+out="$cache_root/$suite-$key"
 if [[ -f "$out/disk.img" && -f "$out/vmlinuz" && -f "$out/initrd.img" && -f "$out/packages.txt" ]]; then
   echo "$out" >&3
   exit 0

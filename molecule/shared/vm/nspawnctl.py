@@ -320,7 +320,9 @@ class Machine:
 
 
 def image_mount(workdir, image_dir):
-    return ImageMount(image_dir, os.path.join(workdir, "image"))
+    """One mount per image, named by its directory (build-image.sh's SUITE-KEY): machines of two Debian releases
+    (the cluster scenario's mixed fleet) share a workdir."""
+    return ImageMount(image_dir, os.path.join(workdir, "images", os.path.basename(os.path.normpath(image_dir))))
 
 
 def bridge_up(args):
@@ -413,7 +415,9 @@ def boot(args):
 
 
 def down(args):
-    ImageMount("", os.path.join(args.workdir, "image")).unmount()
+    images = os.path.join(args.workdir, "images")
+    for name in sorted(os.listdir(images)) if os.path.isdir(images) else []:
+        ImageMount("", os.path.join(images, name)).unmount()
     Bridge(args.bridge, "").down()
     print(json.dumps({"bridge": args.bridge, "down": True}))
     return 0
@@ -427,7 +431,7 @@ def main(argv=None):
     stop_parser = commands.add_parser("stop", help="stop a machine and remove its overlay, namespace and key")
     poweroff_parser = commands.add_parser("poweroff", help="pull a machine's plug (SIGKILL), keeping its disk")
     boot_parser = commands.add_parser("boot", help="boot a powered-off machine again and wait for its sshd")
-    down_parser = commands.add_parser("down", help="remove the bridge and the image mount")
+    down_parser = commands.add_parser("down", help="remove the bridge and the images' mounts")
     named = (start_parser, stop_parser, poweroff_parser, boot_parser)
     for sub in named:
         sub.add_argument("name")

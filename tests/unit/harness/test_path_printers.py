@@ -22,6 +22,7 @@ MIRROR_DIR = os.path.join(ROOT, "molecule", "shared", "mirror")
 STAND_INS = {
     "debootstrap": """
         echo "I: Retrieving InRelease"
+        echo "$3" >>"${DEBOOTSTRAP_SUITES:-/dev/null}"
         rootfs=$4
         mkdir -p "$rootfs"/etc/systemd/network "$rootfs"/etc/systemd/system/multi-user.target.wants \\
           "$rootfs"/usr/local/sbin "$rootfs"/etc/apt/sources.list.d "$rootfs"/etc/sudoers.d "$rootfs"/etc/ssh
@@ -67,6 +68,24 @@ def test_build_image_prints_only_the_image_directory_when_it_builds_and_when_cac
             [BASH, BUILD_IMAGE, str(tmp_path / "other-cache")], env=env, capture_output=True, text=True, check=True
         ).stderr
     )
+
+
+def test_another_suite_is_debootstrapped_into_an_image_of_its_own(tmp_path):
+    suites = tmp_path / "suites"
+    env = dict(os.environ, PATH=stand_in_path(tmp_path), INSTINCT_DEBIAN_MIRROR="http://mirror.invalid/debian")
+    env["DEBOOTSTRAP_SUITES"] = str(suites)
+    cache = tmp_path / "cache"
+    images = {}
+    for suite in ("bookworm", "trixie", "trixie"):
+        env["INSTINCT_GUEST_SUITE"] = suite
+        done = subprocess.run([BASH, BUILD_IMAGE, str(cache)], env=env, capture_output=True, text=True, check=True)
+        images.setdefault(suite, set()).add(done.stdout.strip())
+    # One image per suite, named for it; the second trixie run took the cached one.
+    assert {suite: [os.path.basename(path).split("-")[0] for path in paths] for suite, paths in images.items()} == {
+        "bookworm": ["bookworm"],
+        "trixie": ["trixie"],
+    }
+    assert suites.read_text().split() == ["bookworm", "trixie"]
 
 
 def test_build_mirror_sends_child_processes_stdout_to_stderr_and_prints_only_its_result(tmp_path):
