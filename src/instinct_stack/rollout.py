@@ -1,14 +1,13 @@
 """Drive site.yml through ansible-runner with a live per-host progress display and a JSON report."""
 
-import base64
-import json
-
 import jmespath
 
 from instinct_stack.collection import run_playbook
 from instinct_stack.progress import Progress
 
-_STACK_RECORD_TASK = "Read the installed stack's verification record"
+# What the playbooks hand the report as data (ansible.builtin.set_stats into the run's stats, keyed by host): the vllm
+# role and rollback.yml, {host: {"stack": the stack's verification record}}.
+REPORT_STATS = "instinct_report"
 _GFX_ACTION = "instinct.stack.gfx_arch"
 _DRIVER_ACTION = "instinct.stack.amdgpu_driver"
 # site.yml's converged fast path: a host it leaves alone runs no role, so its check carries what the report shows.
@@ -27,6 +26,15 @@ def failure_message(result, default=""):
     return result.get("msg", default)
 
 
+def run_stats(events, name):
+    """The value the playbooks handed over as name with ansible.builtin.set_stats (not per host: ansible-runner's
+    playbook_on_stats event carries the run's own stats), or {} when the run ended before any did."""
+    for event in reversed(events):
+        if event.get("event") == "playbook_on_stats":
+            return ((event.get("event_data") or {}).get("artifact_data") or {}).get(name) or {}
+    return {}
+
+
 def build_report(events, rc, check=False):
     """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals.
 
@@ -41,6 +49,7 @@ def build_report(events, rc, check=False):
         }
     )
     report = {"rc": rc, "check_mode": check, "ok": True, "hosts": {}}
+    handed = run_stats(events, REPORT_STATS)
     for host in hosts:
         mine = jmespath.search(_HOST_EVENTS.format(host=host), events) or []
         entry = {
@@ -79,8 +88,6 @@ def build_report(events, rc, check=False):
                         reboot=summary.get("reboot"),
                         stack=result.get("stack"),
                     )
-                if data.get("task") == _STACK_RECORD_TASK and result.get("content"):
-                    entry["stack"] = json.loads(base64.b64decode(result["content"]))
                 if result.get("changed"):
                     entry["changed_tasks"].append(label)
             elif kind == "runner_on_failed" and not data.get("ignore_errors"):
@@ -88,6 +95,8 @@ def build_report(events, rc, check=False):
             elif kind == "runner_on_unreachable":
                 entry["unreachable"] = True
                 entry["failures"].append({"task": label, "msg": result.get("msg", "unreachable")})
+        if (handed.get(host) or {}).get("stack"):
+            entry["stack"] = handed[host]["stack"]
         entry["changed"] = len(entry["changed_tasks"])
         report["hosts"][host] = entry
         report["ok"] = report["ok"] and not entry["failures"]

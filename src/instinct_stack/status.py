@@ -4,17 +4,12 @@ import base64
 import json
 
 from instinct_stack.collection import run_playbook
-from instinct_stack.rollout import failure_message
+from instinct_stack.rollout import failure_message, run_stats
 
-_TASKS = {
-    "driver": "Compare the installed amdgpu module with the loaded one",
-    "units": "List the vLLM services",
-    "rocm": "Read the ROCm release",
-    "gfx": "Detect the gfx architecture of every GPU",
-    "stack": "Read the current stack's verification record",
-    "services": "Read each service's state and command line",
-    "health": "Ask each running service for /health",
-}
+# What playbooks/status.yml hands over as data (ansible.builtin.set_stats into the run's stats): {host: {part: the
+# registered result}}, for each of these parts.
+STATUS_STATS = "instinct_status"
+STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health")
 _STACK_FIELDS = ("key", "arch", "torch", "hip", "triton", "vllm")
 
 
@@ -35,7 +30,7 @@ def _properties(stdout):
 
 def hosts_from_events(events):
     """One dict per host: ok, driver, rocm, gfx_arch, stack, services [{name, state, health}], error."""
-    results, unreachable, failed = {}, {}, {}
+    results, unreachable, failed = dict(run_stats(events, STATUS_STATS)), {}, {}
     for event in events:
         kind, data = event.get("event", ""), event.get("event_data", {})
         if "host" not in data:
@@ -44,10 +39,6 @@ def hosts_from_events(events):
             unreachable[data["host"]] = (data.get("res") or {}).get("msg", "unreachable")
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             failed[data["host"]] = "%s: %s" % (data.get("task"), failure_message(data.get("res") or {}, "failed"))
-        if kind in ("runner_on_ok", "runner_on_failed"):
-            for name, task in _TASKS.items():
-                if data.get("task") == task:
-                    results.setdefault(data["host"], {})[name] = data.get("res") or {}
     rows = []
     for host in sorted(set(results) | set(unreachable) | set(failed)):
         if host in unreachable or host in failed:

@@ -13,7 +13,6 @@ would, one host per batch:
 3. playbooks/rollback.yml: both nodes back on A, previous B.
 """
 
-import base64
 import json
 import os
 
@@ -23,7 +22,9 @@ from cluster_hosts import UNIT, invocation, nodes, playbook_json
 STACKS = "/opt/instinct-stack/stacks"
 # A torch build flag only this test sets: a new torch key, so new torchvision, vllm and stack keys.
 NEW_BUILD = {"pytorch_cmake_args": "-DINSTINCT_ROLLBACK_TEST=ON", "vllm_stack_pip_compile": False}
-RECORD_TASK = "Read the installed stack's verification record"
+# What the vllm role and rollback.yml hand instinct-stack's report (ansible.builtin.set_stats; the JSON callback shows
+# the run's own stats as global_custom_stats): {host: {"stack": the stack's verification record}}.
+REPORT_STATS = "instinct_report"
 
 
 def link(host, name):
@@ -37,7 +38,8 @@ def health(host):
 
 
 def playbook(path, extra=None):
-    """Run a playbook with one host per batch; return (return code, per-task results, stats)."""
+    """Run a playbook with one host per batch; return (return code, per-task results, stats, what it handed the
+    report)."""
     returncode, run = playbook_json(path, "-e", json.dumps({"instinct_serial": 1, **(extra or {})}), timeout=1500)
     tasks = [
         (play["play"]["name"], task["task"]["name"], host, result)
@@ -45,19 +47,16 @@ def playbook(path, extra=None):
         for task in play["tasks"]
         for host, result in task["hosts"].items()
     ]
-    return returncode, tasks, run["stats"]
+    return returncode, tasks, run["stats"], run.get("global_custom_stats", {}).get(REPORT_STATS, {})
 
 
 def failures(tasks):
     return [(name, host, result.get("msg")) for _play, name, host, result in tasks if result.get("failed")]
 
 
-def stack_key(tasks, host):
-    # A role's task is named "ROLE : NAME".
-    (record,) = [
-        result for _play, name, node, result in tasks if name.split(" : ", 1)[-1] == RECORD_TASK and node == host
-    ]
-    return json.loads(base64.b64decode(record["content"]))["key"]
+def stack_key(handed, host):
+    """The key of the stack the run handed the report for host, as `instinct-stack rollout` shows it."""
+    return handed[host]["stack"]["key"]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +81,7 @@ def faulty(before):
 
 
 def test_the_faulty_rollout_stops_at_the_first_batch(faulty, before):
-    rc, tasks, stats = faulty
+    rc, tasks, stats, handed = faulty
     assert rc != 0
     assert stats["node1"]["failures"] == 1 and stats["node2"]["failures"] == 0, stats
     # The health wait's own failures are ignored or rescued; the host fails at the end of the rescue.
@@ -90,7 +89,7 @@ def test_the_faulty_rollout_stops_at_the_first_batch(faulty, before):
     assert [host for _name, host, _msg in failures(tasks)] == ["node1"] * len(failures(tasks)), failures(tasks)
     ((_name, host, msg),) = final
     old = os.path.basename(before["node1"]["current"])
-    new = stack_key(tasks, "node1")
+    new = stack_key(handed, "node1")
     assert new != old
     assert "vllm-fixture did not answer /health within 20 s" in msg, msg
     assert "Engine core initialization failed" in msg, msg  # the journal's tail
@@ -112,10 +111,10 @@ def test_the_failed_batch_serves_the_previous_stack_and_the_rest_is_untouched(fa
 
 
 def test_the_new_stack_is_installed_beside_and_nothing_partial_is_published(faulty):
-    _rc, tasks, _stats = faulty
-    new = stack_key(tasks, "node1")
+    _rc, _tasks, _stats, handed = faulty
+    new = stack_key(handed, "node1")
     for name, host in nodes().items():
-        assert stack_key(tasks, name) == new
+        assert stack_key(handed, name) == new
         stacks = host.check_output("ls %s", STACKS).split()
         assert new in stacks, (name, stacks)
         for stack in stacks:
@@ -134,12 +133,12 @@ def good(faulty):
 
 
 def test_a_rerun_with_a_model_that_loads_switches_every_host_and_converges(good, faulty, before):
-    (rc, tasks, stats), (rc2, tasks2, stats2) = good
+    (rc, tasks, stats, _handed), (rc2, tasks2, stats2, _handed2) = good
     assert rc == 0, failures(tasks)
     assert rc2 == 0
     checks = [result for _play, name, _host, result in tasks2 if name.endswith("as the last whole rollout left it")]
     assert [check["converged"] for check in checks] == [True, True], checks
-    new = stack_key(faulty[1], "node1")
+    new = stack_key(faulty[3], "node1")
     for name, host in nodes().items():
         assert stats[name]["changed"] > 0, stats
         assert stats2[name]["changed"] == 0 and stats2[name]["failures"] == 0, stats2
@@ -154,11 +153,11 @@ def rolled_back(good):
 
 
 def test_the_rollback_playbook_swaps_current_and_previous(rolled_back, faulty, before):
-    rc, tasks, _stats = rolled_back
+    rc, tasks, _stats, handed = rolled_back
     assert rc == 0, failures(tasks)
-    new = stack_key(faulty[1], "node1")
+    new = stack_key(faulty[3], "node1")
     for name, host in nodes().items():
         assert link(host, "current") == before[name]["current"], name
         assert os.path.basename(link(host, "previous")) == new, name
-        assert stack_key(tasks, name) == os.path.basename(before[name]["current"])
+        assert stack_key(handed, name) == os.path.basename(before[name]["current"])
         assert host.service(UNIT).is_running and health(host) == "200", name

@@ -24,6 +24,8 @@ def start_playbook(path, *args):
         os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json"
     )
     env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
+    # What the playbooks hand instinct-stack's report (ansible.builtin.set_stats) in the output's global_custom_stats.
+    env["ANSIBLE_SHOW_CUSTOM_STATS"] = "true"
     command = [
         os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
         "-i",

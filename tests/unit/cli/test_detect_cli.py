@@ -71,3 +71,15 @@ def test_hosts_from_events_and_table():
     assert table[1].startswith("a ") and "FAILED: no AMD GPU detected" in table[1]
     assert "2 (AMD Instinct MI210)" in table[2] and "gfx90a" in table[2] and table[2].endswith("pci")
     assert "unreachable: ssh: timed out" in table[3]
+
+
+def test_status_reads_what_status_yml_hands_over_on_the_demo_inventory(capsys):
+    # End to end through ansible-runner: playbooks/status.yml hands each host's results over as the run's stats
+    # (instinct_status), and nothing else; a playbook that stopped handing them over leaves no row here.
+    main(["status", "-i", os.path.join(REPO, "inventories", "demo"), "--json"])
+    rows = {row["host"]: row for row in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {"captured-mi300x", "this-machine"}
+    mi300x = rows["captured-mi300x"]
+    assert mi300x["error"] is None and mi300x["gfx_arch"] == ["gfx942"]
+    assert mi300x["driver"] == {"reboot_pending": False, "load_failed": False, "reason": "amdgpu-dkms is not installed"}
+    assert mi300x["rocm"] is None and mi300x["stack"] is None

@@ -4,7 +4,7 @@ import base64
 import io
 import json
 
-from instinct_stack.rollout import Progress, build_report, failure_message
+from instinct_stack.rollout import REPORT_STATS, Progress, build_report, failure_message
 
 
 def event(kind, host, task, res=None, role=None, action="ansible.builtin.command", **extra):
@@ -27,18 +27,7 @@ EVENTS = [
         res={"changed": False, "gfx_arch": ["gfx942"], "pytorch_rocm_arch": "gfx942"},
     ),
     event("runner_on_ok", "gpu1", "Install the ROCm packages", role="rocm", res={"changed": True}),
-    event(
-        "runner_on_ok",
-        "gpu1",
-        "Read the installed stack's verification record",
-        role="vllm",
-        res={
-            "changed": False,
-            "content": base64.b64encode(
-                json.dumps({"torch": "2.9.0a0+rocm7.0.2", "hip": "7.0.2-56", "vllm": "0.11.0"}).encode()
-            ).decode(),
-        },
-    ),
+    event("runner_on_ok", "gpu1", "A task of any name", role="vllm", action="ansible.builtin.set_stats"),
     event(
         "runner_on_failed",
         "gpu2",
@@ -56,14 +45,19 @@ EVENTS = [
     ),
     event("runner_on_unreachable", "gpu3", "Gathering Facts", res={"msg": "ssh: connect timed out"}),
 ]
+# What the vllm role hands the report (ansible.builtin.set_stats), as ansible-runner's last event carries it.
+STACK = {"torch": "2.9.0a0+rocm7.0.2", "hip": "7.0.2-56", "vllm": "0.11.0"}
+STATS = {"event": "playbook_on_stats", "event_data": {"artifact_data": {REPORT_STATS: {"gpu1": {"stack": STACK}}}}}
 
 
 def test_report_per_host():
-    report = build_report(EVENTS, rc=2)
+    report = build_report(EVENTS + [STATS], rc=2)
     assert report["ok"] is False and report["rc"] == 2
     gpu1 = report["hosts"]["gpu1"]
     assert gpu1["gfx_arch"] == ["gfx942"] and gpu1["pytorch_rocm_arch"] == "gfx942"
-    assert gpu1["stack"]["torch"] == "2.9.0a0+rocm7.0.2"
+    assert gpu1["stack"] == STACK
+    # Without the handed stats (a run that stopped before the vllm role), no stack, whatever the tasks' names.
+    assert build_report(EVENTS, rc=2)["hosts"]["gpu1"]["stack"] is None
     assert gpu1["changed_tasks"] == ["rocm : Install the ROCm packages"] and gpu1["changed"] == 1
     assert gpu1["failures"] == []
     gpu2 = report["hosts"]["gpu2"]
@@ -175,30 +169,26 @@ def test_a_converged_host_is_reported_from_its_check():
 
 
 def test_status_rows_from_events():
-    from instinct_stack.status import format_status, hosts_from_events
-
-    def ok(host, task, res):
-        return event("runner_on_ok", host, task, res=res)
+    from instinct_stack.status import STATUS_PARTS, STATUS_STATS, format_status, hosts_from_events
 
     record = base64.b64encode(json.dumps({"key": "abc123def4567890", "torch": "2.9.0", "vllm": "0.11.0"}).encode())
+    handed = {
+        "gpu1": {
+            "driver": {"reboot_pending": True, "reason": "r"},
+            "rocm": {"content": base64.b64encode(b"7.0.2-56\n").decode()},
+            "gfx": {"gfx_arch": ["gfx942"]},
+            "stack": {"content": record.decode()},
+            "units": {"rc": 0},
+            "services": {"results": [{"item": "vllm-llama.service", "stdout": "ActiveState=active\nSubState=running"}]},
+            "health": {"results": [{"item": {"item": "vllm-llama.service"}, "status": 200}]},
+        }
+    }
+    assert set(handed["gpu1"]) == set(STATUS_PARTS)
     events = [
-        ok("gpu1", "Compare the installed amdgpu module with the loaded one", {"reboot_pending": True, "reason": "r"}),
-        ok("gpu1", "Read the ROCm release", {"content": base64.b64encode(b"7.0.2-56\n").decode()}),
-        ok("gpu1", "Detect the gfx architecture of every GPU", {"gfx_arch": ["gfx942"]}),
-        ok("gpu1", "Read the current stack's verification record", {"content": record.decode()}),
-        ok("gpu1", "List the vLLM services", {"rc": 0}),
-        ok(
-            "gpu1",
-            "Read each service's state and command line",
-            {"results": [{"item": "vllm-llama.service", "stdout": "ActiveState=active\nSubState=running"}]},
-        ),
-        ok(
-            "gpu1",
-            "Ask each running service for /health",
-            {"results": [{"item": {"item": "vllm-llama.service"}, "status": 200}]},
-        ),  # fmt: skip
+        event("runner_on_ok", "gpu1", "Any name", action="ansible.builtin.set_stats"),
         event("runner_on_failed", "gpu2", "Read the ROCm release", res={"msg": "sudo: a password is required"}),
         event("runner_on_unreachable", "gpu3", "Compare", res={"msg": "ssh: timed out"}),
+        {"event": "playbook_on_stats", "event_data": {"artifact_data": {STATUS_STATS: handed}}},
     ]
     rows = {row["host"]: row for row in hosts_from_events(events)}
     gpu1 = rows["gpu1"]
@@ -224,3 +214,31 @@ def test_a_failed_loop_reports_its_failed_items_messages():
     assert failure["msg"] == full
     assert failure_message({"msg": "plain"}) == "plain"
     assert failure_message({"results": [{"failed": True}]}, default="failed") == "failed"
+
+
+def test_the_playbooks_hand_the_report_its_stack_as_data():
+    # The vllm role (site.yml) and rollback.yml hand each host's stack to the report by set_stats under REPORT_STATS;
+    # a playbook that stopped doing so would leave the report's stack column empty, whatever its tasks are named.
+    import pathlib
+
+    import yaml
+
+    root = pathlib.Path(__file__).resolve().parents[3]
+
+    def tasks(node):
+        for item in node if isinstance(node, list) else []:
+            if isinstance(item, dict):
+                yield item
+                for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks"):
+                    yield from tasks(item.get(key))
+
+    for path in ("roles/vllm/tasks/stack.yml", "playbooks/rollback.yml"):
+        handed = [
+            task["ansible.builtin.set_stats"]
+            for task in tasks(yaml.safe_load((root / path).read_text()))
+            if "ansible.builtin.set_stats" in task
+        ]
+        assert len(handed) == 1, path
+        (stats,) = handed
+        assert list(stats["data"]) == [REPORT_STATS] and "{inventory_hostname: {'stack':" in stats["data"][REPORT_STATS]
+        assert stats["per_host"] is False and stats["aggregate"] is True, path
