@@ -93,6 +93,10 @@ qemu_scenario() {
 }
 qemu_lane() {
   qemu_scenario
+  # The Debian 13 image of the cluster scenario's mixed fleet (molecule/cluster/tests/test_mixed_fleet.py), built
+  # while this lane has time to spare and the nspawn lane is still in its scenarios; the test builds it itself when
+  # this stage did not run.
+  stage "molecule:trixie-image" env INSTINCT_GUEST_SUITE=trixie molecule/shared/vm/build-image.sh
   checks
 }
 nspawn_lane() {
