@@ -48,6 +48,8 @@ PREFIXES = ("rocm_", "toolchain_", "ldconfig_", "pytorch_", "triton_", "vllm_", 
 RUN_CONTROLS = ("instinct_rollout_lock", "instinct_converged")
 # The collection's directories whose files make the tree digest.
 TREE_PARTS = ("roles", "plugins", "playbooks")
+# roles/common/defaults: instinct_stack_root. The check runs in a play without roles, before any role's defaults load,
+# so it knows the default itself (tests/unit/plugins/module_utils/test_converged.py holds the two equal).
 DEFAULT_STACK_ROOT = "/opt/instinct-stack"
 DEFAULT_STORE_UNIT = "instinct-stack-store.service"
 DEFAULT_HOST_PACKAGES = ("python3-venv", "python3-dev")
@@ -138,7 +140,8 @@ def watch_list(variables):
     defaults it needs are repeated here (roles/vllm/defaults: vllm_stack_root, vllm_store_unit; roles/rocm/defaults:
     rocm_packages): the inventory may override them, and then the overriding value counts.
     """
-    stack_root = _text(variables.get("vllm_stack_root"), DEFAULT_STACK_ROOT).rstrip("/") or "/"
+    stack_root = _text(variables.get("vllm_stack_root") or variables.get("instinct_stack_root"), DEFAULT_STACK_ROOT)
+    stack_root = stack_root.rstrip("/") or "/"
     packages = variables.get("rocm_packages")
     if not isinstance(packages, (list, tuple)):
         packages = ["rocm"]

@@ -32,6 +32,8 @@ PLAYS = {
     "serve": ["vllm_service"],
 }
 ROLES = [role for roles in PLAYS.values() for role in roles]
+# Every role depends on it for the shared values (roles/common/defaults); it has no tasks but its argument validation.
+COMMON = "common"
 # The roles each tag runs: a role's tag runs the role, and for triton and vllm the build roles they build against.
 SELECTS = {
     "rocm": ["rocm"],
@@ -146,7 +148,10 @@ def listed_tasks(output):
 def every_task(ansible):
     tasks = listed_tasks(ansible("--list-tasks"))
     # The lock's and the fast path's tasks belong to no role.
-    assert {role for _play, role, _name, _tags in tasks} == set(ROLES) | {None}
+    assert {role for _play, role, _name, _tags in tasks} == set(ROLES) | {COMMON, None}
+    assert {name for _play, role, name, _tags in tasks if role == COMMON} <= {
+        name for name in (task[2] for task in tasks) if name.startswith(VALIDATION)
+    }
     return tasks
 
 
@@ -197,7 +202,7 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
     # tagged run skips them: they check and record a whole run only).
     assert lock_tasks(selected) == (expected_site_tasks(), True)
     # Besides them only Ansible's validation of each role's arguments, tagged always by Ansible itself.
-    assert {task[1] for task in selected if task[2].startswith(VALIDATION)} <= set(ROLES)
+    assert {task[1] for task in selected if task[2].startswith(VALIDATION)} <= set(ROLES) | {COMMON}
     assert all("always" in task[3] for task in selected if task[2].startswith(VALIDATION))
 
 
@@ -326,7 +331,7 @@ def test_the_first_play_checks_every_role_before_any_host_changes():
     assert plays[0]["ansible.builtin.import_playbook"] == "check_inputs.yml"  # before the lock, the first play
     (check,) = yaml.safe_load((ROOT / "playbooks/check_inputs.yml").read_text())
     assert check["any_errors_fatal"] is True and check["gather_facts"] is False
-    assert set(check["vars"]["instinct_checked_roles"]) == set(ROLES)
+    assert set(check["vars"]["instinct_checked_roles"]) == set(ROLES) | {COMMON}
 
 
 @pytest.mark.parametrize(

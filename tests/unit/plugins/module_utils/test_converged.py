@@ -414,3 +414,15 @@ def test_no_secret_in_a_record_or_a_check(host):
     record = converged.make_record(fingerprint, observe(host), converged.summary(variables()), now=0)
     assert SECRET not in json.dumps(record)
     assert SECRET not in json.dumps(converged.check(record, fingerprint, observe(host)))
+
+
+def test_the_default_stack_root_is_the_common_roles():
+    import pathlib
+
+    import yaml
+
+    root = pathlib.Path(__file__).resolve().parents[4]
+    shared = yaml.safe_load((root / "roles" / "common" / "defaults" / "main.yml").read_text())
+    assert shared["instinct_stack_root"] == converged.DEFAULT_STACK_ROOT
+    assert converged.watch_list({"instinct_stack_root": "/srv/stacks/"})["stack_root"] == "/srv/stacks"
+    assert converged.watch_list({"instinct_stack_root": "/srv", "vllm_stack_root": "/x"})["stack_root"] == "/x"
