@@ -9,6 +9,8 @@ import argparse
 import getpass
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from instinct_stack import __version__
 from instinct_stack.collection import BadInput
@@ -20,7 +22,7 @@ BECOME_PROMPT = r"^BECOME password.*:\s*?$"
 VAULT_PROMPT = r"^Vault password.*:\s*?$"
 
 
-def ansible_options(parser, tags=True):
+def ansible_options(parser: argparse.ArgumentParser, tags: bool = True) -> None:
     """The ansible-playbook controls every Ansible user reaches for, passed through unchanged."""
     group = parser.add_argument_group("ansible-playbook options (passed through)")
     group.add_argument(
@@ -62,7 +64,7 @@ def ansible_options(parser, tags=True):
     )
 
 
-def playbook_run_options(parser):
+def playbook_run_options(parser: argparse.ArgumentParser) -> None:
     """rollout's and rollback's options: ansible-playbook's, check mode and the report."""
     ansible_options(parser)
     parser.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
@@ -70,7 +72,7 @@ def playbook_run_options(parser):
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
 
 
-def playbook_args(args):
+def playbook_args(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """(ansible-playbook arguments, ansible-runner passwords) from the parsed options; secrets only in passwords."""
     argv = []
     for value in args.extra_vars:
@@ -105,7 +107,7 @@ def playbook_args(args):
     return argv, passwords
 
 
-def _run_options(args):
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
     from instinct_stack.collection import default_ara_dir
 
     argv, passwords = playbook_args(args)
@@ -116,7 +118,7 @@ def _run_options(args):
     return {"cmdline_args": argv, "passwords": passwords, "run_dir": args.run_dir, "record": record}
 
 
-def _detect_extravars(args):
+def _detect_extravars(args: argparse.Namespace) -> dict[str, Any]:
     extravars = {}
     if args.source:
         extravars["rocm_gfx_source"] = args.source
@@ -129,7 +131,7 @@ def _detect_extravars(args):
     return extravars
 
 
-def cmd_detect(args):
+def cmd_detect(args: argparse.Namespace) -> int:
     rows, rc, output, run_dir = detect(
         args.inventory, limit=args.limit, extravars=_detect_extravars(args), **_run_options(args)
     )
@@ -148,7 +150,7 @@ def cmd_detect(args):
     return EXIT_OK if all(row["ok"] for row in rows) else EXIT_HOST_FAILED
 
 
-def cmd_rollout(args):
+def cmd_rollout(args: argparse.Namespace) -> int:
     from instinct_stack.rollout import exit_code, rollout, summary_table
 
     report, output, run_dir = rollout(
@@ -175,7 +177,7 @@ def cmd_rollout(args):
     return code
 
 
-def cmd_status(args):
+def cmd_status(args: argparse.Namespace) -> int:
     from instinct_stack.status import format_status, status
 
     rows, rc, output, run_dir = status(args.inventory, limit=args.limit, **_run_options(args))
@@ -190,7 +192,7 @@ def cmd_status(args):
     return EXIT_OK if all(row["ok"] for row in rows) else EXIT_HOST_FAILED
 
 
-def cmd_mirror_build(args):
+def cmd_mirror_build(args: argparse.Namespace) -> int:
     from instinct_stack import mirror
 
     try:
@@ -212,7 +214,7 @@ def cmd_mirror_build(args):
     return EXIT_OK
 
 
-def cmd_mirror_verify(args):
+def cmd_mirror_verify(args: argparse.Namespace) -> int:
     from instinct_stack import mirror
 
     problems = mirror.verify(args.dest)
@@ -222,7 +224,7 @@ def cmd_mirror_verify(args):
     return EXIT_HOST_FAILED if problems else EXIT_OK
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="instinct-stack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -277,7 +279,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)

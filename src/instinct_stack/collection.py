@@ -5,9 +5,15 @@ import importlib
 import os
 import shlex
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import ansible_runner
+
+if TYPE_CHECKING:
+    from ansible.config.manager import ConfigManager
 
 COLLECTION_ENV = "INSTINCT_STACK_ROOT"
 RUN_DIR_ENV = "INSTINCT_STACK_RUN_DIR"
@@ -18,13 +24,13 @@ class BadInput(Exception):
     """The user's input cannot run: exit code 2, with a message that says what to fix."""
 
 
-def _is_collection(path):
+def _is_collection(path: str | Path) -> bool:
     # A checkout has galaxy.yml; an installed collection (ansible-galaxy collection install) has MANIFEST.json.
     path = Path(path)
     return (path / "playbooks").is_dir() and ((path / "galaxy.yml").is_file() or (path / "MANIFEST.json").is_file())
 
 
-def user_config_file():
+def user_config_file() -> str | None:
     """The ansible.cfg ansible-playbook would read from the user's working directory, or None."""
     from ansible.config.manager import find_ini_config_file
 
@@ -32,25 +38,25 @@ def user_config_file():
     return os.path.abspath(found) if found else None
 
 
-def _config(config_file):
+def _config(config_file: str | None) -> "ConfigManager":
     """Ansible's reading of the user's configuration file (or of its defaults and environment without one)."""
     from ansible.config.manager import ConfigManager
 
     return ConfigManager(conf_file=config_file) if config_file else ConfigManager()
 
 
-def configured_collections_paths(config_file=None):
+def configured_collections_paths(config_file: str | None = None) -> list[str]:
     """The collections paths of the user's configuration ($ANSIBLE_COLLECTIONS_PATH, their ansible.cfg, defaults)."""
     paths = _config(config_file).get_config_value("COLLECTIONS_PATHS") or []
     return [os.path.expanduser(str(path)) for path in paths]
 
 
-def _search_paths(config_file):
+def _search_paths(config_file: str | None) -> list[str]:
     """Directories that may hold ansible_collections/instinct/stack, in the order ansible-playbook searches them."""
     return configured_collections_paths(config_file) + [entry for entry in sys.path if entry]
 
 
-def find_collection(config_file=None):
+def find_collection(config_file: str | None = None) -> tuple[Path, Path]:
     """(root, collections_path): the collection's directory and the directory that holds its ansible_collections.
 
     $INSTINCT_STACK_ROOT wins; then the checkout this package was installed from in editable mode (its
@@ -81,7 +87,7 @@ def find_collection(config_file=None):
     )
 
 
-def _with_collections_path(root):
+def _with_collections_path(root: Path) -> tuple[Path, Path]:
     parts = root.parts
     if len(parts) > 3 and parts[-3:-2] == ("ansible_collections",) and parts[-2:] == (NAMESPACE, NAME):
         return root, Path(*parts[:-3])
@@ -93,7 +99,9 @@ def _with_collections_path(root):
     )
 
 
-def runner_envvars(collections_path, config_file=None, extra=None):
+def runner_envvars(
+    collections_path: str | Path, config_file: str | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Environment for ansible-playbook under ansible-runner: the user's own configuration, plus only what the
     collection needs (its collections path ahead of the user's, and an inventory that does not parse as an error).
     """
@@ -116,12 +124,12 @@ def runner_envvars(collections_path, config_file=None, extra=None):
     return env
 
 
-def default_ara_dir():
+def default_ara_dir() -> str:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(state, "instinct-stack", "ara")
 
 
-def ara_envvars(config_file=None, base_dir=None):
+def ara_envvars(config_file: str | None = None, base_dir: str | None = None) -> dict[str, str]:
     """Environment that records the run with ARA's callback into a local SQLite database (ARA's offline client).
 
     The callback is added to the user's enabled callbacks and callback paths, not put in their place.
@@ -145,7 +153,7 @@ def ara_envvars(config_file=None, base_dir=None):
     }
 
 
-def collection_module(name):
+def collection_module(name: str) -> ModuleType:
     """Import plugins/module_utils/NAME of the collection, the one place its logic lives."""
     path = str(find_collection()[1])
     if path not in sys.path:
@@ -153,12 +161,12 @@ def collection_module(name):
     return importlib.import_module("ansible_collections.instinct.stack.plugins.module_utils." + name)
 
 
-def default_runs_dir():
+def default_runs_dir() -> str:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.environ.get(RUN_DIR_ENV) or os.path.join(state, "instinct-stack", "runs")
 
 
-def new_run_dir(command, runs_dir=None):
+def new_run_dir(command: str, runs_dir: str | None = None) -> str:
     """A fresh directory for one run's ansible-runner artifacts, readable by its owner only."""
     runs_dir = runs_dir or default_runs_dir()
     os.makedirs(runs_dir, mode=0o700, exist_ok=True)
@@ -173,7 +181,7 @@ def new_run_dir(command, runs_dir=None):
     raise BadInput("cannot create a run directory in %s" % runs_dir)
 
 
-def check_inventory(inventory):
+def check_inventory(inventory: Iterable[str]) -> None:
     """Refuse an inventory path that does not exist before anything runs (ansible would warn and go on)."""
     for source in inventory:
         if "," in source and not os.path.exists(source):
@@ -183,17 +191,17 @@ def check_inventory(inventory):
 
 
 def run_playbook(
-    playbook,
-    inventory,
-    limit=None,
-    extravars=None,
-    cmdline_args=None,
-    event_handler=None,
-    run_dir=None,
-    passwords=None,
-    envvars=None,
-    record=None,
-):
+    playbook: str,
+    inventory: str | Iterable[str],
+    limit: str | None = None,
+    extravars: Mapping[str, Any] | None = None,
+    cmdline_args: Iterable[str] | None = None,
+    event_handler: Callable[[dict[str, Any]], bool] | None = None,
+    run_dir: str | None = None,
+    passwords: Mapping[str, str] | None = None,
+    envvars: Mapping[str, str] | None = None,
+    record: str | None = None,
+) -> tuple[list[dict[str, Any]], int, str, str]:
     """Run one of the collection's playbooks (a path relative to its root) through ansible-runner.
 
     Runs in the user's working directory, so relative paths and their ansible.cfg mean what they mean to

@@ -1,5 +1,8 @@
 """Run instinct.stack.gfx_arch on every host of an inventory through ansible-runner."""
 
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
 import jmespath
 
 from instinct_stack.collection import run_playbook
@@ -12,7 +15,24 @@ _RESULT_EVENTS = jmespath.compile(
 _UNREACHABLE_EVENTS = jmespath.compile("[?event == 'runner_on_unreachable']")
 
 
-def detect(inventory, limit=None, extravars=None, **run_options):
+class HostRow(TypedDict):
+    """One host's detection: the gfx_arch result, or why the host has none (error)."""
+
+    host: str
+    ok: bool
+    gpus: list[dict[str, Any]]
+    gfx_arch: list[str]
+    pytorch_rocm_arch: str
+    source_used: str | None
+    error: str | None
+
+
+def detect(
+    inventory: str | Iterable[str],
+    limit: str | None = None,
+    extravars: dict[str, Any] | None = None,
+    **run_options: Any,
+) -> tuple[list[HostRow], int, str, str]:
     """Run the detection; return (per-host dicts, ansible-playbook rc, its output, the run directory).
 
     Each dict holds host, ok, gpus, gfx_arch, pytorch_rocm_arch, source_used and error.
@@ -23,9 +43,9 @@ def detect(inventory, limit=None, extravars=None, **run_options):
     return hosts_from_events(events), rc, output, run_dir
 
 
-def hosts_from_events(events):
+def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[HostRow]:
     """Per-host results from ansible-runner events, sorted by host name."""
-    rows = {}
+    rows: dict[str, HostRow] = {}
     for event in _RESULT_EVENTS.search(events) or []:
         data = event["event_data"]
         result = data.get("res", {})
@@ -53,7 +73,7 @@ def hosts_from_events(events):
     return [rows[host] for host in sorted(rows)]
 
 
-def format_table(rows):
+def format_table(rows: Iterable[HostRow]) -> str:
     """A plain-text table: host, GPUs, gfx, source (and the error for failed hosts)."""
     header = ("HOST", "GPUS", "GFX", "SOURCE")
     lines = []

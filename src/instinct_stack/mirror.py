@@ -32,9 +32,16 @@ import sys
 import tempfile
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from instinct_stack.collection import BadInput, collection_module
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+    from packaging.tags import Tag
+    from packaging.version import Version
 
 mirror_path = collection_module("mirror_layout").mirror_path
 mirror_file_path = collection_module("mirror_layout").mirror_file_path
@@ -49,7 +56,7 @@ class MirrorError(Exception):
     pass
 
 
-def run(argv, **kwargs):
+def run(argv: Sequence[str], **kwargs: Any) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
     if proc.returncode != 0:
         raise MirrorError(
@@ -58,7 +65,7 @@ def run(argv, **kwargs):
     return proc.stdout
 
 
-def load_config(path):
+def load_config(path: str | Path) -> dict[str, Any]:
     import yaml  # ansible-core's dependency
 
     try:
@@ -98,7 +105,7 @@ ABSOLUTE_URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 DISTRIBUTION_KEYS = {"name", "url", "suite", "keyring", "key_url", "packages", "components"}
 
 
-def distribution_settings(path, entries):
+def distribution_settings(path: str | Path, entries: Any) -> list[dict[str, Any]]:
     """The `distributions` entries of a configuration, checked, with components defaulting to [main] and a relative
     keyring resolved against the configuration's directory."""
     if not isinstance(entries, list):
@@ -171,7 +178,7 @@ MAJOR_MINOR = re.compile(r"^([0-9]+)\.([0-9]+)$")
 MANYLINUX_MACHINES = {"x86_64": 5, "i686": 5, "aarch64": 17, "armv7l": 17, "ppc64": 17, "ppc64le": 17, "s390x": 17}
 
 
-def python_settings(path, entries):
+def python_settings(path: str | Path, entries: Any) -> list[dict[str, str]]:
     """The `pythons` entries of a configuration, checked: each target Python of the wheelhouse as {version "X.Y",
     glibc "2.N", machine (x86_64)}, all CPython on a glibc Linux."""
     example = '{version: "3.11", glibc: "2.36", machine: x86_64}'
@@ -228,7 +235,7 @@ def python_settings(path, entries):
     return checked
 
 
-def download_settings(source):
+def download_settings(source: Mapping[str, Any]) -> dict[str, Any]:
     """What decides the build-time downloads, from a configuration or a manifest (one written before they existed
     included), with the defaults filled in."""
     return {
@@ -240,18 +247,18 @@ def download_settings(source):
     }
 
 
-def repo_paths(config):
+def repo_paths(config: Mapping[str, Any]) -> dict[str, str]:
     return {
         "rocm": "rocm/apt/%s" % config["rocm_version"],
         "amdgpu": "amdgpu/%s/ubuntu" % config["amdgpu_version"],
     }
 
 
-def distribution_path(name):
+def distribution_path(name: str) -> str:
     return "distribution/%s" % name
 
 
-def upstream_key(work, name, url=None, keyring=None):
+def upstream_key(work: Path, name: str, url: str | None = None, keyring: str | Path | None = None) -> Path:
     """A repository's signing key (fetched from url, or copied from a local keyring file) under work/keys/, named as
     apt's signed-by needs it: .asc for an armored key, .gpg for a binary keyring."""
     keys = work / "keys"
@@ -261,14 +268,15 @@ def upstream_key(work, name, url=None, keyring=None):
         with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - the configured key URL
             data = response.read()
     else:
-        data = Path(keyring).read_bytes()
+        # The callers give a url or a keyring.
+        data = Path(keyring).read_bytes()  # type: ignore[arg-type]
     keys.mkdir(parents=True, exist_ok=True)
     stored = keys / (name + (".asc" if data.lstrip().startswith(b"-----BEGIN PGP") else ".gpg"))
     stored.write_bytes(data)
     return stored
 
 
-def rocm_repositories(config, work):
+def rocm_repositories(config: Mapping[str, Any], work: Path) -> dict[str, dict[str, Any]]:
     """The ROCm and amdgpu repositories of the configuration: {name: {url, suite, components, key}}."""
     base = config["repo_base_url"].rstrip("/")
     key = upstream_key(work, "rocm", url=config["key_url"])
@@ -278,7 +286,7 @@ def rocm_repositories(config, work):
     }
 
 
-def private_apt_root(root, repositories):
+def private_apt_root(root: Path, repositories: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """An apt root under root whose only sources are repositories ({name: {url, suite, components, key}}), its lists
     read (apt-get update); returns the apt options that use it. The machine's own apt is untouched."""
     for sub in ("lists/partial", "cache/archives/partial", "etc/sources.list.d", "etc/preferences.d"):
@@ -314,7 +322,7 @@ def private_apt_root(root, repositories):
     return options
 
 
-def available(apt_options):
+def available(apt_options: Sequence[str]) -> set[str]:
     """The names of every package the apt root's repositories serve."""
     return {
         line.split(": ", 1)[1]
@@ -323,12 +331,14 @@ def available(apt_options):
     }
 
 
-def apt_uri(url):
+def apt_uri(url: str) -> str:
     """A URL as apt prints it: file:///x becomes file:/x."""
     return re.sub(r"^file:/+", "file:/", url.rstrip("/"))
 
 
-def locate(apt_options, packages, repositories):
+def locate(
+    apt_options: Sequence[str], packages: Iterable[str], repositories: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
     """{file name: repository name} of what apt-get download would fetch for packages: apt says where each file comes
     from (--print-uris), which tells the repositories apart (the longest repository URL the file's URI starts with)."""
     prefixes = {name: apt_uri(repo["url"]) + "/" for name, repo in repositories.items()}
@@ -346,12 +356,14 @@ def locate(apt_options, packages, repositories):
     return origin
 
 
-def package_of(filename):
+def package_of(filename: str) -> str:
     """The package name of an apt-get download file name (NAME_VERSION_ARCH.deb)."""
     return filename.split("_", 1)[0]
 
 
-def download_to_pools(apt_options, origin, pools, downloads):
+def download_to_pools(
+    apt_options: Sequence[str], origin: Mapping[str, str], pools: Mapping[str, Path], downloads: Path
+) -> dict[str, list[str]]:
     """apt-get download of the files of origin ({file name: repository name}) whose repository has a pool in pools
     ({repository name: pool directory}), each copied into its pool; returns {repository name: [file names]}."""
     wanted = sorted(package_of(filename) for filename, name in origin.items() if name in pools)
@@ -369,7 +381,7 @@ def download_to_pools(apt_options, origin, pools, downloads):
     return result
 
 
-def apt_packages(config, dest, work):
+def apt_packages(config: Mapping[str, Any], dest: Path, work: Path) -> dict[str, list[str]]:
     """Download the requested packages and their dependencies that the ROCm/amdgpu repositories serve."""
     repositories = rocm_repositories(config, work)
     options = private_apt_root(work / "apt", repositories)
@@ -389,7 +401,9 @@ def apt_packages(config, dest, work):
     )
 
 
-def distribution_packages(config, distribution, dest, work):
+def distribution_packages(
+    config: Mapping[str, Any], distribution: Mapping[str, Any], dest: Path, work: Path
+) -> list[str]:
     """The distribution's requested packages and everything they and the ROCm packages depend on that the
     distribution serves, resolved by apt in an apt root holding the distribution and the ROCm/amdgpu repositories,
     into distribution/NAME/pool/main/; returns the file names."""
@@ -430,7 +444,7 @@ def distribution_packages(config, distribution, dest, work):
     ]
 
 
-def dependency_closure(apt_options, packages):
+def dependency_closure(apt_options: Sequence[str], packages: Iterable[str]) -> set[str]:
     """The packages and everything they depend on, recursively, as apt resolves it (recommends left out)."""
     depends = run(
         [
@@ -450,7 +464,9 @@ def dependency_closure(apt_options, packages):
     return {line.strip() for line in depends.splitlines() if line and not line.startswith(" ") and "<" not in line}
 
 
-def write_signed_index(repo, suite, pool, gpg_argv, origin="instinct.stack mirror"):
+def write_signed_index(
+    repo: str | Path, suite: str, pool: str, gpg_argv: Sequence[str], origin: str = "instinct.stack mirror"
+) -> None:
     """dists/SUITE/main/binary-amd64/Packages for the .debs under repo/pool, and a Release signed as InRelease
     and Release.gpg with gpg_argv (gpg with its home directory and --local-user)."""
     repo = Path(repo)
@@ -482,7 +498,7 @@ def write_signed_index(repo, suite, pool, gpg_argv, origin="instinct.stack mirro
     run([*signer, "--armor", "--detach-sign", "-o", "Release.gpg", "Release"], cwd=dist)
 
 
-def new_signing_key(gnupg, uid):
+def new_signing_key(gnupg: Path, uid: str) -> tuple[list[str], str]:
     """A passphrase-less ed25519 signing key in the gpg home gnupg; returns (gpg argv, armored public key)."""
     gnupg.mkdir(mode=0o700, parents=True)
     run(
@@ -506,7 +522,7 @@ def new_signing_key(gnupg, uid):
     )
 
 
-def mirror_signing_key(dest, work):
+def mirror_signing_key(dest: Path, work: Path) -> list[str]:
     """The key made for this mirror, its public half at rocm/rocm.gpg.key (what the hosts trust for every repository
     of the mirror); returns the gpg argv that signs with it."""
     gpg_argv, public_key = new_signing_key(work / "gnupg", "instinct.stack mirror %s" % dest.name)
@@ -515,7 +531,7 @@ def mirror_signing_key(dest, work):
     return gpg_argv
 
 
-def sign_repositories(config, dest, gpg_argv):
+def sign_repositories(config: Mapping[str, Any], dest: Path, gpg_argv: Sequence[str]) -> None:
     """Regenerate Packages/Release for each repository, the ROCm/amdgpu ones and each distribution's, and sign them
     with the mirror's key (gpg_argv, from mirror_signing_key)."""
     for path in repo_paths(config).values():
@@ -524,7 +540,7 @@ def sign_repositories(config, dest, gpg_argv):
         write_signed_index(dest / distribution_path(distribution["name"]), distribution["suite"], "pool", gpg_argv)
 
 
-def git_file(bare, commit, path):
+def git_file(bare: Path, commit: str, path: str) -> str | None:
     """A file of a mirrored repository at a commit, or None when it has none."""
     shown = subprocess.run(
         ["git", "show", "%s:%s" % (commit, path)], cwd=bare, capture_output=True, text=True, check=False
@@ -532,12 +548,12 @@ def git_file(bare, commit, path):
     return shown.stdout if shown.returncode == 0 else None
 
 
-def git_repositories(config, dest, work):
+def git_repositories(config: Mapping[str, Any], dest: Path, work: Path) -> dict[str, dict[str, str]]:
     """git clone --mirror each source, then every submodule its pinned ref names, recursively."""
-    mirrored = {}
+    mirrored: dict[str, Path] = {}
     fetch_env = dict(os.environ, **git_config_env(config["git_rewrites"]))
 
-    def mirror(url):
+    def mirror(url: str) -> Path:
         if url in mirrored:
             return mirrored[url]
         target = dest / mirror_path(url)
@@ -553,13 +569,13 @@ def git_repositories(config, dest, work):
         mirrored[url] = target
         return target
 
-    def submodules(url, ref):
+    def submodules(url: str, ref: str) -> None:
         bare = mirror(url)
         gitmodules = git_file(bare, ref, ".gitmodules")
         if gitmodules is None:
             return
         config_lines = run(["git", "config", "-f", "-", "--get-regexp", r"submodule\..*\.(url|path)"], input=gitmodules)
-        entries = {}
+        entries: dict[str, dict[str, str]] = {}
         for line in config_lines.splitlines():
             key, value = line.split(" ", 1)
             name, field = key[len("submodule.") :].rsplit(".", 1)
@@ -602,7 +618,9 @@ def git_repositories(config, dest, work):
 PLACEHOLDER = "instinct.placeholder"
 
 
-def needed_downloads(config, dest, refs):
+def needed_downloads(
+    config: Mapping[str, Any], dest: Path, refs: Mapping[str, Mapping[str, str]]
+) -> dict[str, dict[str, str]]:
     """{upstream URL: {"why": what needs it, "sha256": the hash its source names}} for what the mirrored sources
     download at build time, read at their pinned commits. sha256 is what PyTorch's aotriton.cmake lists for the
     tarball (upstream's URL_HASH), "" where no source names one: always for Triton's LLVM (its setup.py checks no
@@ -634,7 +652,7 @@ def needed_downloads(config, dest, refs):
     return needed
 
 
-def fetch_downloads(config, dest, needed):
+def fetch_downloads(config: Mapping[str, Any], dest: Path, needed: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     """Each build-time download into files/HOST/PATH, fetched through download_rewrites and checked against the
     SHA-256 its source names: a file that does not match is not stored and stops the build, naming it. One whose
     source names no hash is stored with a warning on stderr; the manifest's sha256 then records what was fetched."""
@@ -673,7 +691,7 @@ def fetch_downloads(config, dest, needed):
     return {url: mirror_file_path(url) for url in sorted(needed)}
 
 
-def placeholder_wheels(built, directory):
+def placeholder_wheels(built: Iterable[str], directory: str | Path) -> list[str]:
     """An empty wheel for each "name==version" the stack builds itself, at version+instinct.placeholder, and the
     requirements that make pip take them. With them on --find-links, pip resolves a closure (timm needs torch and
     torchvision, xgrammar needs triton) around the source builds instead of downloading PyPI's CUDA ones."""
@@ -696,12 +714,12 @@ def placeholder_wheels(built, directory):
     return pins
 
 
-def describe_python(target):
+def describe_python(target: Mapping[str, str]) -> str:
     """A target Python as the messages name it: CPython 3.11 (glibc 2.36, x86_64)."""
     return "CPython %s (glibc %s, %s)" % (target["version"], target["glibc"], target["machine"])
 
 
-def platform_tags(target):
+def platform_tags(target: Mapping[str, str]) -> list[str]:
     """The platform tags of the wheels a target's glibc and machine can install, newest first: every
     manylinux_2_K_MACHINE from its glibc down to the machine's oldest, and the legacy aliases. pip's --platform takes
     each tag as given: it widens manylinux2014 to manylinux2010 and manylinux1, and manylinux2010 to manylinux1, but
@@ -716,7 +734,7 @@ def platform_tags(target):
     return tags
 
 
-def target_pip_args(target):
+def target_pip_args(target: Mapping[str, str]) -> list[str]:
     """pip download's options for the wheels a target Python installs: CPython X.Y's own ABI first (pip reads a
     free-threaded build from the first --abi), then abi3 and none, which pip's tags for CPython add anyway."""
     abi = "cp" + target["version"].replace(".", "")
@@ -727,7 +745,7 @@ def target_pip_args(target):
     return args
 
 
-def target_tags(target):
+def target_tags(target: Mapping[str, str]) -> set["Tag"]:
     """Every wheel tag a target Python installs, as pip computes them for --python-version, --implementation cp,
     --abi and --platform: packaging's CPython tags, then the pure-Python and interpreter-generic ones."""
     from packaging import tags  # ansible-core's dependency, as pip's vendored copy
@@ -741,7 +759,7 @@ def target_tags(target):
     }
 
 
-def marker_environment(target):
+def marker_environment(target: Mapping[str, str]) -> dict[str, str]:
     """The environment markers of a target Python on Linux. Only X.Y is known: python_full_version is X.Y.0."""
     return {
         "implementation_name": "cpython",
@@ -756,7 +774,7 @@ def marker_environment(target):
     }
 
 
-def parsed_requirement(line):
+def parsed_requirement(line: str) -> "Requirement | None":
     """A requirement line as a packaging Requirement, or None for what pip reads but PEP 508 does not (a path, an
     option)."""
     from packaging.requirements import InvalidRequirement, Requirement
@@ -767,7 +785,7 @@ def parsed_requirement(line):
         return None
 
 
-def requirements_for(requirements, target):
+def requirements_for(requirements: Iterable[str], target: Mapping[str, str]) -> list[str]:
     """The requirements a target Python asks for: pip evaluates environment markers with the Python it runs on,
     not with --python-version (pypa/pip#11198), so a top-level requirement's marker is evaluated here for the target,
     and the requirement is given without it, or left out. Markers in the dependencies' metadata remain pip's."""
@@ -782,7 +800,14 @@ def requirements_for(requirements, target):
     return kept
 
 
-def pip_download_argv(python, target_dir, requirements, pip_args, extra=(), target=None):
+def pip_download_argv(
+    python: str,
+    target_dir: str | Path,
+    requirements: Iterable[str],
+    pip_args: Iterable[str],
+    extra: Iterable[str] = (),
+    target: Mapping[str, str] | None = None,
+) -> list[str]:
     """The pip download command of a wheelhouse: wheels only, for target (a `pythons` entry), or for python itself
     when target is None."""
     return [
@@ -802,7 +827,14 @@ def pip_download_argv(python, target_dir, requirements, pip_args, extra=(), targ
     ]
 
 
-def download_wheels(target, requirements, pip_args, built=(), python="python3", pythons=()):
+def download_wheels(
+    target: str | Path,
+    requirements: Iterable[str],
+    pip_args: Iterable[str],
+    built: Iterable[str] = (),
+    python: str = "python3",
+    pythons: Sequence[Mapping[str, str]] = (),
+) -> list[str]:
     """pip download of requirements with their closure into target, wheels only, once for each target Python of
     pythons (the union of their closures; pip on each host takes what fits it from --find-links), or for python
     itself when there are none; the stack's own builds stand in as placeholders during the resolution and are
@@ -812,7 +844,8 @@ def download_wheels(target, requirements, pip_args, built=(), python="python3", 
     with tempfile.TemporaryDirectory(prefix="instinct-placeholders-") as placeholders:
         pins = placeholder_wheels(built, placeholders)
         extra = ["--find-links", placeholders, *pins] if pins else []
-        for wanted in pythons or [None]:
+        # None: for python itself.
+        for wanted in pythons or [None]:  # type: ignore[list-item]
             try:
                 run(pip_download_argv(python, target, requirements, pip_args, extra, wanted))
             except MirrorError as error:
@@ -830,7 +863,7 @@ INTERPRETER = (
 )
 
 
-def wheelhouse(config, dest, python="python3"):
+def wheelhouse(config: Mapping[str, Any], dest: Path, python: str = "python3") -> dict[str, Any]:
     """The wheelhouse under dest/wheels, and what the manifest records of it: the wheels, what was asked for, and
     the Pythons they are for."""
     recorded = {
@@ -862,7 +895,7 @@ def wheelhouse(config, dest, python="python3"):
     return recorded
 
 
-def wheel_problems(dest, manifest):
+def wheel_problems(dest: Path, manifest: Mapping[str, Any]) -> list[str]:
     """For each target Python the manifest declares, each requirement asked for (its marker evaluated for the
     target) that wheels/ holds no wheel for that the target installs at a version the requirement allows, and any
     .whl whose name is not a wheel's. Not a resolution: only the top-level requirements are checked, by name,
@@ -874,7 +907,9 @@ def wheel_problems(dest, manifest):
         return []
     from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-    built = {canonicalize_name(parsed_requirement(line).name) for line in manifest.get("built_by_the_stack", [])}
+    # built_by_the_stack holds "name==version" pins, which always parse.
+    built = {canonicalize_name(parsed_requirement(line).name) for line in manifest.get("built_by_the_stack", [])}  # type: ignore[union-attr]
+    held: dict[str, list[tuple[Version, frozenset[Tag]]]]
     problems, held = [], {}
     for path in sorted((dest / "wheels").glob("*.whl")):
         try:
@@ -900,7 +935,7 @@ def wheel_problems(dest, manifest):
     return problems
 
 
-def write_manifest(dest, summary):
+def write_manifest(dest: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     files = {}
     for path in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MANIFEST):
         files[str(path.relative_to(dest))] = {"sha256": sha256(path), "size": path.stat().st_size}
@@ -909,7 +944,7 @@ def write_manifest(dest, summary):
     return manifest
 
 
-def build(config_path, dest):
+def build(config_path: str | Path, dest: str | Path) -> dict[str, Any]:
     config = load_config(config_path)
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
@@ -944,7 +979,7 @@ def build(config_path, dest):
     return write_manifest(dest, summary)
 
 
-def verify(dest):
+def verify(dest: str | Path) -> list[str]:
     """Problems found: files missing, changed, or not in the manifest, requested wheels missing for a declared target
     Python, requested distribution packages missing from their index, build-time downloads missing or unlike the
     SHA-256 their source names. Empty when the mirror is intact."""

@@ -7,6 +7,8 @@ A source build that reports its progress (the roles poll it with instinct.stack.
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -15,21 +17,22 @@ from rich.table import Table
 COUNTERS = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
 
 
-def _duration(seconds):
+def _duration(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
     return "%d:%02d:%02d" % (hours, minutes, seconds) if hours else "%d:%02d" % (minutes, seconds)
 
 
-def build_text(progress):
+def build_text(progress: dict[str, Any] | None) -> str | None:
     """'[done/total] pct% ETA m:ss' for a build_progress dict, or '' when the build has not counted yet."""
     if not progress:
         return ""
     done, total = progress.get("done"), progress.get("total")
     if not total:
         return progress.get("phase", "")
-    text = "[%d/%d] %d%%" % (done, total, 100 * done // total)
+    # build_status reports done whenever it reports total.
+    text = "[%d/%d] %d%%" % (done, total, 100 * done // total)  # type: ignore[operator, str-format]
     eta = progress.get("eta_seconds")
     if eta is not None:
         text += " ETA %s" % _duration(eta)
@@ -37,33 +40,35 @@ def build_text(progress):
 
 
 class HostState:
-    def __init__(self, now):
+    def __init__(self, now: float) -> None:
         self.counts = dict.fromkeys(COUNTERS, 0)
         self.role = ""
         self.task = ""
         self.started = now
         self.task_started = now
-        self.build = None
-        self.finished = None
+        self.build: dict[str, Any] | None = None
+        self.finished: float | None = None
 
 
 class Progress:
     """Feed it ansible-runner events (handle); it draws live and keeps per-host state for the summary."""
 
-    def __init__(self, stream=None, live=None, clock=time.monotonic):
+    def __init__(
+        self, stream: TextIO | None = None, live: bool | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.stream = stream or sys.stderr
         self.live = (hasattr(self.stream, "isatty") and self.stream.isatty()) if live is None else live
         self.clock = clock
-        self.hosts = {}
+        self.hosts: dict[str, HostState] = {}
         self.role = ""
         self.task = ""
         self.started = clock()
         self.task_started = self.started
-        self._live = None
+        self._live: Live | None = None
         self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
 
     # ansible-runner calls this for every event; returning True keeps the event in runner.events.
-    def handle(self, event):
+    def handle(self, event: dict[str, Any]) -> bool:
         kind, data = event.get("event", ""), event.get("event_data", {})
         if kind == "playbook_on_task_start":
             self.role, self.task = data.get("role") or "", (data.get("task") or "").strip()
@@ -93,12 +98,12 @@ class Progress:
         self.draw(data["host"])
         return True
 
-    def host(self, name):
+    def host(self, name: str) -> HostState:
         if name not in self.hosts:
             self.hosts[name] = HostState(self.clock())
         return self.hosts[name]
 
-    def stats(self, event):
+    def stats(self, event: dict[str, Any]) -> None:
         """Take the exact counts from ansible's playbook_on_stats event (PLAY RECAP), when the run has one."""
         data = event.get("event_data", {})
         names = {"ok": "ok", "changed": "changed", "dark": "unreachable", "failures": "failed"}
@@ -107,7 +112,7 @@ class Progress:
             for host, count in (data.get(key) or {}).items():
                 self.host(host).counts[counter] = count
 
-    def row(self, name):
+    def row(self, name: str) -> dict[str, Any]:
         host = self.hosts[name]
         now = self.clock()
         task = ("%s : %s" % (host.role, host.task) if host.role else host.task) or "-"
@@ -120,7 +125,7 @@ class Progress:
             **host.counts,
         }
 
-    def line(self, name):
+    def line(self, name: str) -> str:
         row = self.row(name)
         counts = " ".join("%s=%d" % (key, row[key]) for key in ("ok", "changed", "failed", "unreachable"))
         build = ("  " + row["build"]) if row["build"] else ""
@@ -133,7 +138,7 @@ class Progress:
             build,
         )
 
-    def table(self, title=None):
+    def table(self, title: str | None = None) -> Table:
         table = Table(title=title, title_justify="left", expand=False)
         for column in ("host", "role : task", "elapsed", "ok", "changed", "failed", "unreach.", "build"):
             table.add_column(column, no_wrap=column != "role : task")
@@ -152,7 +157,7 @@ class Progress:
             )
         return table
 
-    def draw(self, name, retry=False):
+    def draw(self, name: str, retry: bool = False) -> None:
         if not self.live:
             # Plain lines: one per host result; a build's retry only when it reports progress.
             if not retry or self.hosts[name].build:
@@ -163,7 +168,7 @@ class Progress:
             self._live.start()
         self._live.update(self.table())
 
-    def close(self):
+    def close(self) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -1,5 +1,8 @@
 """Drive site.yml through ansible-runner with a live per-host progress display and a JSON report."""
 
+from collections.abc import Iterable, Sequence
+from typing import Any, NotRequired, TextIO, TypedDict
+
 import jmespath
 
 from instinct_stack.collection import run_playbook
@@ -17,7 +20,35 @@ _CONVERGED_ACTION = "instinct.stack.converged"
 _HOST_EVENTS = "[?event_data.host == '{host}' && starts_with(event, 'runner_on_')]"
 
 
-def failure_message(result, default=""):
+class Failure(TypedDict):
+    task: str
+    msg: str
+
+
+class ReportEntry(TypedDict):
+    """One host of the report."""
+
+    gfx_arch: list[str] | None
+    pytorch_rocm_arch: str | None
+    stack: dict[str, Any] | None  # the stack's verification record
+    reboot: dict[str, Any] | None  # pending, load_failed, reason
+    changed_tasks: list[str]
+    failures: list[Failure]
+    unreachable: bool
+    converged: bool
+    changed: NotRequired[int]
+
+
+class Report(TypedDict):
+    rc: int
+    check_mode: bool
+    ok: bool
+    hosts: dict[str, ReportEntry]
+    run_dir: NotRequired[str]
+    playbook: NotRequired[str]
+
+
+def failure_message(result: dict[str, Any], default: str = "") -> str:
     """A failed task's message. For a loop, its failed items' own messages (the build farm's build waits, for one):
     Ansible's message for the whole task only says that items failed."""
     items = [item for item in result.get("results") or [] if isinstance(item, dict) and item.get("failed")]
@@ -26,7 +57,7 @@ def failure_message(result, default=""):
     return result.get("msg", default)
 
 
-def run_stats(events, name):
+def run_stats(events: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:
     """The value the playbooks handed over as name with ansible.builtin.set_stats (not per host: ansible-runner's
     playbook_on_stats event carries the run's own stats), or {} when the run ended before any did."""
     for event in reversed(events):
@@ -35,7 +66,7 @@ def run_stats(events, name):
     return {}
 
 
-def build_report(events, rc, check=False):
+def build_report(events: Sequence[dict[str, Any]], rc: int, check: bool = False) -> Report:
     """Per host: gfx arch, stack versions, pending reboot, changed tasks, failures; plus the run's totals.
 
     A host the converged fast path left alone (site.yml) ran no role: its gfx arch and pending reboot come from the
@@ -48,11 +79,11 @@ def build_report(events, rc, check=False):
             if e.get("event", "").startswith("runner_on_") and "host" in e.get("event_data", {})
         }
     )
-    report = {"rc": rc, "check_mode": check, "ok": True, "hosts": {}}
+    report: Report = {"rc": rc, "check_mode": check, "ok": True, "hosts": {}}
     handed = run_stats(events, REPORT_STATS)
     for host in hosts:
         mine = jmespath.search(_HOST_EVENTS.format(host=host), events) or []
-        entry = {
+        entry: ReportEntry = {
             "gfx_arch": None,
             "pytorch_rocm_arch": None,
             "stack": None,
@@ -82,11 +113,13 @@ def build_report(events, rc, check=False):
                 if data.get("task_action") == _CONVERGED_ACTION and result.get("converged") and "summary" in result:
                     summary = result["summary"] or {}
                     entry.update(
-                        converged=True,
-                        gfx_arch=summary.get("gfx_arch"),
-                        pytorch_rocm_arch=summary.get("pytorch_rocm_arch"),
-                        reboot=summary.get("reboot"),
-                        stack=result.get("stack"),
+                        {
+                            "converged": True,
+                            "gfx_arch": summary.get("gfx_arch"),
+                            "pytorch_rocm_arch": summary.get("pytorch_rocm_arch"),
+                            "reboot": summary.get("reboot"),
+                            "stack": result.get("stack"),
+                        }
                     )
                 if result.get("changed"):
                     entry["changed_tasks"].append(label)
@@ -104,7 +137,7 @@ def build_report(events, rc, check=False):
     return report
 
 
-def exit_code(report):
+def exit_code(report: Report) -> int:
     """0 every host fine; 1 a host failed or was unreachable; 2 nothing ran (bad input: ansible-playbook stopped
     before any host, or the inventory and --limit matched no host)."""
     if not report["hosts"]:
@@ -113,19 +146,19 @@ def exit_code(report):
 
 
 def rollout(
-    inventory,
-    limit=None,
-    check=False,
-    extravars=None,
-    cmdline_args=None,
-    progress=None,
-    playbook="playbooks/site.yml",
-    **run_options,
-):
+    inventory: str | Iterable[str],
+    limit: str | None = None,
+    check: bool = False,
+    extravars: dict[str, Any] | None = None,
+    cmdline_args: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    playbook: str = "playbooks/site.yml",
+    **run_options: Any,
+) -> tuple[Report, str, str]:
     """Run site.yml (or the rollback playbook); return (report, ansible-playbook output, run directory)."""
     progress = progress or Progress()
 
-    def handle(event):
+    def handle(event: dict[str, Any]) -> bool:
         if event.get("event") == "playbook_on_stats":
             progress.stats(event)
         return progress.handle(event)
@@ -148,7 +181,7 @@ def rollout(
     return report, output, run_dir
 
 
-def summary_table(report, stream):
+def summary_table(report: Report, stream: TextIO) -> None:
     """The end-of-run table: one row per host with its state, changes, gfx arch, stack and what needs a hand."""
     from rich.console import Console
     from rich.table import Table
@@ -170,7 +203,8 @@ def summary_table(report, stream):
         if entry.get("converged"):
             notes.append("converged: nothing to do")
         if (entry.get("reboot") or {}).get("pending"):
-            notes.append("reboot pending: %s" % entry["reboot"]["reason"])
+            # A reboot that says pending is a dict.
+            notes.append("reboot pending: %s" % entry["reboot"]["reason"])  # type: ignore[index]
         table.add_row(
             host,
             state,

@@ -2,6 +2,8 @@
 
 import base64
 import json
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from instinct_stack.collection import run_playbook
 from instinct_stack.rollout import failure_message, run_stats
@@ -13,13 +15,13 @@ STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health")
 _STACK_FIELDS = ("key", "arch", "torch", "hip", "triton", "vllm")
 
 
-def _content(result):
+def _content(result: dict[str, Any]) -> str | None:
     if result.get("content"):
         return base64.b64decode(result["content"]).decode("utf-8", "replace").strip()
     return None
 
 
-def _properties(stdout):
+def _properties(stdout: str | None) -> dict[str, str]:
     values = {}
     for line in (stdout or "").splitlines():
         key, separator, value = line.partition("=")
@@ -28,7 +30,7 @@ def _properties(stdout):
     return values
 
 
-def hosts_from_events(events):
+def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One dict per host: ok, driver, rocm, gfx_arch, stack, services [{name, state, health}], error."""
     results, unreachable, failed = dict(run_stats(events, STATUS_STATS)), {}, {}
     for event in events:
@@ -98,12 +100,14 @@ def hosts_from_events(events):
     return rows
 
 
-def status(inventory, limit=None, **run_options):
+def status(
+    inventory: str | Iterable[str], limit: str | None = None, **run_options: Any
+) -> tuple[list[dict[str, Any]], int, str, str]:
     events, rc, output, run_dir = run_playbook("playbooks/status.yml", inventory, limit=limit, **run_options)
     return hosts_from_events(events), rc, output, run_dir
 
 
-def format_status(rows):
+def format_status(rows: Iterable[dict[str, Any]]) -> str:
     """host, driver, ROCm, gfx, stack, services (state and /health)."""
     header = ("HOST", "DRIVER", "ROCM", "GFX", "STACK", "SERVICES")
     lines = []
