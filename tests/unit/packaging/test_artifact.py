@@ -34,6 +34,7 @@ NOT_SHIPPED = [
     "collections/",
     ".venv/",
     "inventories/",
+    "CONTRIBUTING.md",
 ]
 
 
