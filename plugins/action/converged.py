@@ -21,8 +21,9 @@ from ansible.release import __version__ as ansible_version
 
 from ansible_collections.instinct.stack.plugins.module_utils.converged import (
     DEFAULT_PATH,
-    WATCH_INPUTS,
+    DeclarationError,
     canonical,
+    declared_inputs,
     desired_fingerprint,
     role_inputs,
     summary,
@@ -112,14 +113,18 @@ class ActionModule(ActionBase):
 
         # Given a fingerprint (the check's, before the roles set facts whose names the inputs share), only the
         # variables of the watch list are read.
-        names = [name for name in WATCH_INPUTS if name in task_vars] if given else role_inputs(task_vars)
+        names = [name for name in declared_inputs() if name in task_vars] if given else role_inputs(task_vars)
         try:
             inputs, doubts = self.resolved_inputs(task_vars, names)
         except InputError as exc:
             result.update(failed=True, msg="%s: %s" % (task_vars.get("inventory_hostname", "this host"), exc))
             return result
         fingerprint = given or self.fingerprint(task_vars, inputs)
-        watch = watch_list(inputs)
+        try:
+            watch = watch_list(inputs)
+        except DeclarationError as exc:
+            result.update(failed=True, msg=str(exc))
+            return result
         module_args = dict(watch, state=state, path=path, fingerprint=fingerprint)
         if state == "record":
             module_args["summary"] = summary(task_vars)

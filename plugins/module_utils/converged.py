@@ -34,6 +34,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -51,10 +52,13 @@ TREE_PARTS = ("roles", "plugins", "playbooks")
 # roles/common/defaults: instinct_stack_root. The check runs in a play without roles, before any role's defaults load,
 # so it knows the default itself (tests/unit/plugins/module_utils/test_converged.py holds the two equal).
 DEFAULT_STACK_ROOT = "/opt/instinct-stack"
-DEFAULT_STORE_UNIT = "instinct-stack-store.service"
-DEFAULT_HOST_PACKAGES = ("python3-venv", "python3-dev")
-# The variables watch_list() reads.
-WATCH_INPUTS = ("vllm_stack_root", "rocm_packages", "vllm_store_unit", "vllm_host_packages")
+# Each role declares what it manages (roles/ROLE/meta/managed.yml); watch_list() merges the declarations' compared
+# parts, whose "{{ NAME }}" placeholders name role variables.
+ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+DECLARATION = os.path.join("meta", "managed.yml")
+COMPARED = ("files", "links", "units", "packages", "stack_root")
+PLACEHOLDER = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+EMBEDDED = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 DIRECTORY = "directory"
 UNREADABLE = "unreadable"
 
@@ -126,74 +130,124 @@ def tree_digest(root, parts=TREE_PARTS):
     return digest.hexdigest()
 
 
+class DeclarationError(ValueError):
+    """A role's declaration of what it manages cannot be read (roles/ROLE/meta/managed.yml)."""
+
+
 def _text(value, default):
     value = default if value in (None, "") else value
     return str(value)
 
 
-def watch_list(variables):
-    """What the record keeps and the check compares, from the host's resolved variables: the one list of it.
+def load_declarations(roles_dir=ROLES_DIR):
+    """Every role's declaration of what it manages (roles/ROLE/meta/managed.yml), by role, and the values its
+    placeholders fall back to: every role's defaults and vars, the shared ones (roles/common) among them."""
+    import yaml  # on the controller only (the action plugin): a host never reads the declarations
+
+    declarations, defaults = {}, {}
+    for role in sorted(os.listdir(roles_dir)):
+        for part in ("defaults", "vars"):
+            path = os.path.join(roles_dir, role, part, "main.yml")
+            if os.path.isfile(path):
+                with open(path) as handle:
+                    defaults.update(yaml.safe_load(handle) or {})
+        path = os.path.join(roles_dir, role, DECLARATION)
+        if os.path.isfile(path):
+            with open(path) as handle:
+                declarations[role] = yaml.safe_load(handle) or {}
+    return declarations, defaults
+
+
+def _resolve(name, variables, defaults, role, seen=()):
+    """A placeholder's value: the host's (variables), else the roles' default, which may name one variable itself."""
+    if name in variables:
+        return variables[name]
+    if name not in defaults or name in seen:
+        raise DeclarationError("%s's declaration names %s, which no role defines" % (role, name))
+    value = defaults[name]
+    if isinstance(value, str) and "{{" in value:
+        whole = PLACEHOLDER.match(value)
+        if not whole:
+            raise DeclarationError(
+                "%s's declaration names %s, whose default is an expression: name a variable with a plain default"
+                % (role, name)
+            )
+        return _resolve(whole.group(1), variables, defaults, role, seen + (name,))
+    return value
+
+
+def _render(values, variables, defaults, role):
+    """The declaration's list with its placeholders filled in: a list variable alone as an item adds its items."""
+    rendered = []
+    for value in values if isinstance(values, list) else [values]:
+        value = str(value)
+        whole = PLACEHOLDER.match(value)
+        if whole:
+            found = _resolve(whole.group(1), variables, defaults, role)
+            items = found if isinstance(found, (list, tuple)) else [found]
+            rendered += [_text(item, "") for item in items]
+            continue
+        rendered.append(
+            EMBEDDED.sub(lambda match: _text(_resolve(match.group(1), variables, defaults, role), ""), value)
+        )
+    return rendered
+
+
+def declared_inputs(declarations=None, defaults=None):
+    """The variables the declarations' compared parts read, with those their defaults name in turn, sorted."""
+    if declarations is None:
+        declarations, defaults = load_declarations()
+    defaults = defaults or {}
+    names = set()
+    for declaration in declarations.values():
+        for key in COMPARED:
+            for value in declaration.get(key) or []:
+                names.update(EMBEDDED.findall(str(value)))
+    pending = list(names)
+    while pending:
+        value = defaults.get(pending.pop())
+        for name in EMBEDDED.findall(value) if isinstance(value, str) else []:
+            if name not in names:
+                names.add(name)
+                pending.append(name)
+    return sorted(names)
+
+
+def _unique(values):
+    return list(dict.fromkeys(values))
+
+
+def watch_list(variables, declarations=None, defaults=None):
+    """What the record keeps and the check compares, from the host's resolved variables and every role's declaration
+    of what it manages (roles/ROLE/meta/managed.yml): the roles' lists merged.
 
     Returns files (paths and globs, each file's sha256 is kept; a literal path that is absent is kept as null, a
-    glob keeps what it matches), links (paths whose resolved target is kept), units (systemctl patterns whose active
-    units are kept) and stack_root (its current link's target, and current/.verified among the files). The role
-    defaults it needs are repeated here (roles/vllm/defaults: vllm_stack_root, vllm_store_unit; roles/rocm/defaults:
-    rocm_packages): the inventory may override them, and then the overriding value counts.
+    glob keeps what it matches; a declared package adds its dpkg file lists), links (paths whose resolved target is
+    kept), units (systemctl patterns whose active units are kept) and stack_root (its current link's target). A
+    variable the inventory sets counts with its value; otherwise the role's default does.
     """
-    stack_root = _text(variables.get("vllm_stack_root") or variables.get("instinct_stack_root"), DEFAULT_STACK_ROOT)
-    stack_root = stack_root.rstrip("/") or "/"
-    packages = variables.get("rocm_packages")
-    if not isinstance(packages, (list, tuple)):
-        packages = ["rocm"]
-    packages = sorted({str(name) for name in packages} | {"amdgpu-dkms"})
-    store_unit = _text(variables.get("vllm_store_unit"), DEFAULT_STORE_UNIT)
-    compilers = ("gcc", "g++", "cc", "c++")
-    files = [
-        # rocm: the apt repositories, their key and pin, the installed release and packages, the driver.
-        "/etc/apt/sources.list.d/rocm.sources",
-        "/etc/apt/sources.list.d/amdgpu.sources",
-        "/etc/apt/keyrings/rocm.asc",
-        "/etc/apt/preferences.d/rocm-pin",
-        "/opt/rocm-*/.info/version",
-    ]
-    # vllm: what an inference host needs to run a stack (roles/vllm/defaults: vllm_host_packages).
-    host_packages = variables.get("vllm_host_packages")
-    if not isinstance(host_packages, (list, tuple)):
-        host_packages = DEFAULT_HOST_PACKAGES
-    packages = sorted(set(packages) | {str(name) for name in host_packages})
+    if declarations is None:
+        declarations, defaults = load_declarations()
+    defaults = defaults or {}
+    merged = {"files": [], "links": [], "units": [], "packages": [], "stack_root": []}
+    for role in sorted(declarations):
+        for key in merged:
+            merged[key] += _render(declarations[role].get(key) or [], variables, defaults, role)
+    packages = sorted(set(merged["packages"]))
+    files = list(merged["files"])
     for package in packages:
         files += ["/var/lib/dpkg/info/%s.list" % package, "/var/lib/dpkg/info/%s:*.list" % package]
-    # rocm: the mirror's distribution packages as an apt source (rocm_distribution_from_mirror).
-    files.append("/etc/apt/sources.list.d/instinct-distribution.sources")
-    files += [
-        "/usr/src/amdgpu-*/dkms.conf",
-        "/var/lib/instinct-stack/amdgpu-driver.json",
-        "/sys/module/amdgpu/initstate",
-        "/sys/module/amdgpu/version",
-        "/sys/class/kfd/kfd/topology/nodes/*/gpu_id",
-        "/proc/sys/kernel/osrelease",
-        "/proc/sys/kernel/random/boot_id",
-        # rocm and vllm_service: the video and render groups and their members.
-        "/etc/group",
-        # toolchain: the alternatives' registrations, and the GCC installations ROCm's clang picks from.
-    ]
-    files += ["/var/lib/dpkg/alternatives/%s" % name for name in compilers]
-    files += [
-        "/usr/lib/gcc/*-linux-gnu/*",
-        # ldconfig
-        "/etc/ld.so.conf.d/20-instinct-rocm.conf",
-        "/etc/profile.d/instinct-rocm.sh",
-        # vllm_service: units, drop-ins, environment files (the API key: only its file's hash is kept) and records.
-        "/etc/systemd/system/vllm-*.service",
-        "/etc/systemd/system/vllm-*.service.d/*",
-        "/etc/instinct-stack/vllm/*",
-        # vllm: the artifact store's unit on the build host.
-        "/etc/systemd/system/%s" % store_unit,
-        # the stack in service: its record of verification.
-        stack_root + "/current/.verified",
-    ]
-    links = ["/opt/rocm"] + ["/usr/bin/%s" % name for name in compilers] + [stack_root + "/previous"]
-    return {"files": files, "links": links, "units": ["vllm-*.service", store_unit], "stack_root": stack_root}
+    roots = _unique(merged["stack_root"])
+    if len(roots) > 1:
+        raise DeclarationError("the declarations name several stack roots: %s" % ", ".join(roots))
+    stack_root = (roots[0] if roots else DEFAULT_STACK_ROOT).rstrip("/") or "/"
+    return {
+        # A value with a trailing slash (vllm_stack_root: /srv/stack/) leaves no double slash in a path.
+        "files": _unique(os.path.normpath(path) for path in files),
+        "links": _unique(os.path.normpath(path) for path in merged["links"]),
+        "units": _unique(merged["units"]),
+        "stack_root": stack_root,
+    }
 
 
 def _driver(variables):

@@ -142,9 +142,11 @@ def test_the_watch_list_names_what_the_roles_manage():
         "/etc/apt/sources.list.d/instinct-distribution.sources",
     ):
         assert path in files
-    assert watch["links"] == ["/opt/rocm", "/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/cc", "/usr/bin/c++",
-                              "/opt/instinct-stack/previous"]  # fmt: skip
-    assert watch["units"] == ["vllm-*.service", "instinct-stack-store.service"]
+    assert sorted(watch["links"]) == ["/opt/instinct-stack/previous", "/opt/rocm", "/usr/bin/c++", "/usr/bin/cc",
+                                      "/usr/bin/g++", "/usr/bin/gcc"]  # fmt: skip
+    assert sorted(watch["units"]) == ["instinct-stack-store.service", "vllm-*.service"]
+    # Each path once, though two roles declare it or a package is named twice.
+    assert len(files) == len(set(files)) and len(watch["links"]) == len(set(watch["links"]))
     assert watch["stack_root"] == "/opt/instinct-stack"
 
 
@@ -164,7 +166,32 @@ def test_the_watch_list_follows_the_inventory():
     assert "/var/lib/dpkg/info/rocm.list" not in watch["files"]
     assert "/etc/systemd/system/store.service" in watch["files"] and "store.service" in watch["units"]
     assert watch["stack_root"] == "/srv/stack"
-    assert set(converged.WATCH_INPUTS) == {"vllm_stack_root", "rocm_packages", "vllm_store_unit", "vllm_host_packages"}
+    # What the declarations read: their placeholders, and the shared value vllm_stack_root's default names.
+    assert set(converged.declared_inputs()) == {
+        "vllm_stack_root",
+        "instinct_stack_root",
+        "rocm_packages",
+        "rocm_keyring_path",
+        "rocm_distribution_sources_path",
+        "vllm_store_unit",
+        "vllm_host_packages",
+    }
+    assert converged.watch_list({"instinct_stack_root": "/data/stacks"})["stack_root"] == "/data/stacks"
+
+
+def test_a_declaration_reads_plain_values_and_names_what_it_cannot_read():
+    declarations = {"demo": {"files": ["/etc/{{ demo_dir }}/a", "{{ demo_list }}"], "packages": ["{{ demo_pkgs }}"]}}
+    defaults = {"demo_dir": "{{ demo_base }}", "demo_base": "x", "demo_list": ["/l1", "/l2"], "demo_pkgs": ["p"]}
+    watch = converged.watch_list({}, declarations, defaults)
+    assert watch["files"][:3] == ["/etc/x/a", "/l1", "/l2"] and "/var/lib/dpkg/info/p.list" in watch["files"]
+    assert converged.watch_list({"demo_dir": "y"}, declarations, defaults)["files"][0] == "/etc/y/a"
+    with pytest.raises(converged.DeclarationError, match="demo's declaration names demo_dir, whose default is an"):
+        converged.watch_list({}, declarations, dict(defaults, demo_dir="{{ demo_base | upper }}"))
+    with pytest.raises(converged.DeclarationError, match="demo's declaration names demo_dir, which no role defines"):
+        converged.watch_list({}, declarations, {})
+    two = dict(declarations, other={"stack_root": "/b"}, demo=dict(declarations["demo"], stack_root="/a"))
+    with pytest.raises(converged.DeclarationError, match="several stack roots: /a, /b"):
+        converged.watch_list({}, two, defaults)
 
 
 def test_the_summary_takes_the_last_driver_check():
