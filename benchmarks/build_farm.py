@@ -1,6 +1,6 @@
 """Two arch lists built on one build host, then on two: the build farm's parallel torch builds (issue 18).
 
-Two hosts, each an inference host with its own arch list (pytorch_rocm_arch gfx90a on the first, gfx942 on the
+Two hosts, each an inference host with its own arch list (build_rocm_arch gfx90a on the first, gfx942 on the
 second), booted fresh from the guest image as in benchmarks/scale.py (systemd-nspawn machines on a bridge, the
 fixture mirror served there, the cluster scenario's variables). Each configuration runs `ansible-playbook site.yml`
 once from fresh hosts:
@@ -90,7 +90,7 @@ def bench(args, workdir, lower, identity, mirror_url, name, build_host_count):
         children = inventory["all"]["children"]
         children["build_hosts"]["hosts"] = {host.name: {} for host in hosts[:build_host_count]}
         for host, arch in zip(hosts, ARCHS, strict=True):
-            children["inference_hosts"]["hosts"][host.name]["pytorch_rocm_arch"] = arch
+            children["inference_hosts"]["hosts"][host.name]["build_rocm_arch"] = arch
         with open(inventory_path, "w") as handle:
             json.dump(inventory, handle, indent=2)
         scale.set_fixture_knob(hosts, identity, "build-seconds", "%g" % args.build_seconds)

@@ -1,7 +1,7 @@
 """Measure the ccache hit rate of a torch build for a second arch list, after a build for another one.
 
 The pytorch role builds one torch wheel per arch list, each under its own build key and so in its own staging tree
-(pytorch_staging_dir/pytorch-KEY/src), through ccache with one cache directory per build host. wheel_build.build sets
+(build_staging_dir/pytorch-KEY/src), through ccache with one cache directory per build host. wheel_build.build sets
 CCACHE_BASEDIR to the staging tree and CCACHE_NOHASHDIR=1 so that the second arch list's build can hit on the units
 that do not depend on the arch. This benchmark measures that, with the real ccache and compilers of this machine,
 on the fixture PyTorch (molecule/shared/mirror/sources/pytorch):

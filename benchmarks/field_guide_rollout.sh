@@ -57,7 +57,7 @@ mkdir -p "$SRC"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q "${PIP_ARGS[@]}" setuptools wheel
 # PyTorch's .gitmodules name absolute https://github.com/ URLs: with no internet, a site points them at its own git
-# mirror, as the collection's pytorch_git_rewrites does.
+# mirror, as the collection's build_git_rewrites does.
 git config --global url."$MIRROR/git/github.com/".insteadOf https://github.com/
 git clone -q --recursive -b "$PYTORCH_VERSION" "$MIRROR/git/pytorch.git" "$SRC/pytorch"
 ARCH=$(/opt/rocm/bin/rocminfo | grep -o -m1 'gfx[0-9a-f]*')

@@ -56,7 +56,7 @@ API_KEY = "benchmark-key-not-secret"
 SSH_METER = os.path.join(ROOT, "benchmarks", "ssh_meter.py")
 
 
-# Where the roles keep the built wheels on every host (pytorch_wheel_cache, vllm_host_wheel_dir).
+# Where the roles keep the built wheels on every host (build_wheel_cache, vllm_host_wheel_dir).
 WHEEL_CACHE = "/var/cache/instinct-stack/wheels"
 # Where the fixture sources read the benchmarks' knobs (molecule/shared/mirror/sources/pytorch/setup.py).
 FIXTURE_KNOBS = "/run/instinct-fixture"

@@ -23,7 +23,7 @@ def _arch_set(arch_list):
 def assign(arch_lists, build_hosts, pinned=None, default_host=None, inventory_hosts=None):
     """{arch list: build host} for every arch list.
 
-    With zero or one build host every arch list goes to default_host (the role's pytorch_build_host), exactly as
+    With zero or one build host every arch list goes to default_host (the role's build_host), exactly as
     before there was a farm. With several, an arch list pinned to a host (pinned: {build host: [arch lists]}) goes
     there; the others, sorted, each go to the build host with the fewest arch lists so far, ties to the first in
     inventory order: without pins that is round-robin, and the same inputs always give the same assignment (a
@@ -31,7 +31,7 @@ def assign(arch_lists, build_hosts, pinned=None, default_host=None, inventory_ho
     """
     pinned = pinned or {}
     if not isinstance(pinned, dict):
-        raise BuildFarmError("pytorch_build_host_archs must map build hosts to lists of arch lists, got %r" % (pinned,))
+        raise BuildFarmError("build_host_archs must map build hosts to lists of arch lists, got %r" % (pinned,))
     build_hosts = list(build_hosts or [])
     for host in build_hosts:
         if not isinstance(host, str) or not host.strip():
@@ -50,8 +50,8 @@ def assign(arch_lists, build_hosts, pinned=None, default_host=None, inventory_ho
     stray = sorted(host for host in pinned if host not in build_hosts)
     if stray:
         raise BuildFarmError(
-            "pytorch_build_host_archs pins arch lists to %s, which %s not in the build_hosts group (%s): add %s to "
-            "build_hosts or remove %s from pytorch_build_host_archs"
+            "build_host_archs pins arch lists to %s, which %s not in the build_hosts group (%s): add %s to "
+            "build_hosts or remove %s from build_host_archs"
             % (
                 ", ".join(stray),
                 "is" if len(stray) == 1 else "are",
@@ -64,7 +64,7 @@ def assign(arch_lists, build_hosts, pinned=None, default_host=None, inventory_ho
     if len(build_hosts) <= 1:
         host = build_hosts[0] if build_hosts else default_host
         if not host:
-            raise BuildFarmError("no build host: set pytorch_build_host or add a host to the build_hosts group")
+            raise BuildFarmError("no build host: set build_host or add a host to the build_hosts group")
         return dict((arch, host) for arch in arch_lists)
 
     pinned_to = {}
@@ -76,7 +76,7 @@ def assign(arch_lists, build_hosts, pinned=None, default_host=None, inventory_ho
             key = _arch_set(entry)
             if key in pinned_to and pinned_to[key] != host:
                 raise BuildFarmError(
-                    "pytorch_build_host_archs pins the arch list %s to both %s and %s: keep it under one build host"
+                    "build_host_archs pins the arch list %s to both %s and %s: keep it under one build host"
                     % (entry, pinned_to[key], host)
                 )
             pinned_to[key] = host

@@ -6,11 +6,11 @@
 A whole rollout that ends without failing on a host records there (/var/lib/instinct-stack/converged.json, 0600)
 what it applied and what it left:
 
-- fingerprint: a sha256 of the host's role inputs (every variable named rocm_*, toolchain_*, ldconfig_*, pytorch_*,
-  triton_*, vllm_* (vllm_service_* included) or instinct_*, resolved; the run's own controls instinct_rollout_lock*
-  and instinct_converged* are left out), its groups, the build_hosts group, and a digest of the collection's own
-  files (roles/, plugins/, playbooks/) with the ansible-core version that runs them. Secrets among the inputs (an
-  instance's api_key) go into that hash and nowhere else.
+- fingerprint: a sha256 of the host's role inputs (every variable named rocm_*, toolchain_*, ldconfig_*, build_*,
+  pytorch_*, triton_*, vllm_* (vllm_service_* included) or instinct_*, resolved; the run's own controls
+  instinct_rollout_lock* and instinct_converged* are left out), its groups, the build_hosts group, and a digest of
+  the collection's own files (roles/, plugins/, playbooks/) with the ansible-core version that runs them. Secrets
+  among the inputs (an instance's api_key) go into that hash and nowhere else.
 - files: a sha256 per file the roles manage or decide from (watch_list(): one list, here), null for an absent one;
   links: where the links the roles set resolve to; units: the active units of the services; current: the stack the
   current link names; summary: the host's gfx arch and pending reboot, for the run's report.
@@ -43,7 +43,7 @@ FORMAT = 1
 DEFAULT_PATH = "/var/lib/instinct-stack/converged.json"
 CHECK_VARIABLE = "instinct_converged_check"
 # The role inputs: every variable with one of these prefixes (vllm_ covers vllm_service_).
-PREFIXES = ("rocm_", "toolchain_", "ldconfig_", "pytorch_", "triton_", "vllm_", "instinct_")
+PREFIXES = ("rocm_", "toolchain_", "ldconfig_", "build_", "pytorch_", "triton_", "vllm_", "instinct_")
 # The run's own controls and results, which change from run to run without changing what a host should be: the
 # rollout lock's path, break switch and registered result; the fast path's own switch, record path and results.
 RUN_CONTROLS = ("instinct_rollout_lock", "instinct_converged")

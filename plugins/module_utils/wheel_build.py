@@ -76,8 +76,8 @@ def _full_disk_hint(path, tail):
     if "No space left on device" not in tail and (free is None or free >= LOW_SPACE_BYTES):
         return ""
     return (
-        " The filesystem of %s is full (%s MiB free): free space there or point pytorch_staging_dir (every source "
-        "build stages there) or pytorch_wheel_cache at a larger filesystem, then rerun."
+        " The filesystem of %s is full (%s MiB free): free space there or point build_staging_dir (every source "
+        "build stages there) or build_wheel_cache at a larger filesystem, then rerun."
         % (path, "?" if free is None else free // (1024 * 1024))
     )
 
@@ -94,7 +94,7 @@ def describe_exit(rc):
     if -rc == signal.SIGKILL:
         detail += (
             "; the kernel's out-of-memory killer sends SIGKILL: if the build host ran out of memory, lower "
-            "pytorch_max_jobs or raise pytorch_mem_per_job_mb"
+            "build_max_jobs or raise build_mem_per_job_mb"
         )
     return detail
 

@@ -25,7 +25,7 @@ description:
     C(/etc/ld.so.conf.d/20-instinct-rocm.conf changed), C(vllm-fixture.service is not active), C(current moved)
     or C(stacks/KEY has no .verified).
   - The action plugin of the same name runs on the controller. It computes O(fingerprint) (a sha256 of the host's
-    role inputs, every variable named C(rocm_*), C(toolchain_*), C(ldconfig_*), C(pytorch_*), C(triton_*),
+    role inputs, every variable named C(rocm_*), C(toolchain_*), C(ldconfig_*), C(build_*), C(pytorch_*), C(triton_*),
     C(vllm_*) or C(instinct_*) resolved, its groups, the C(build_hosts) group, and a digest of the collection's
     roles, plugins and playbooks with the ansible-core version), and the watch list (O(files), O(links), O(units),
     O(stack_root)) from the host's variables, in one place (the function C(watch_list) of the collection's

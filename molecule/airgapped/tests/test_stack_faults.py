@@ -190,7 +190,7 @@ def test_a_full_staging_directory_fails_the_build_and_a_rerun_converges(before):
         ssh("umount %s" % STAGING)
     assert code != 0
     message = failed_messages(result)
-    assert "The filesystem of %s is full" % STAGING in message and "pytorch_staging_dir" in message, message
+    assert "The filesystem of %s is full" % STAGING in message and "build_staging_dir" in message, message
     assert torch_builds() == before["torch"]
     assert serving() == {key: before[key] for key in ("current", "active", "health")}
     # The rerun takes over the lock of the killed run (same controller, its ansible-playbook gone) and builds.

@@ -30,7 +30,7 @@ def test_the_torch_build_went_through_ccache_and_records_its_hits(host):
     assert host.exists("ccache")
     (info_path,) = build_infos(host, "pytorch")
     info = json.loads(host.check_output("sudo cat %s", info_path))
-    # pytorch_ccache is on by default: the build compiled through ccache, which counted its compiles.
+    # build_ccache is on by default: the build compiled through ccache, which counted its compiles.
     stats = info["ccache"]
     assert stats["hits"] + stats["misses"] > 0, stats
     assert 0.0 <= stats["hit_rate"] <= 1.0, stats

@@ -507,7 +507,7 @@ def source_repos(work, out):
     third_party = commit_tree("pytorch-third-party")
     publish_repo("pytorch-third-party", third_party)
     # Also where a mirror keeps the submodule's absolute upstream URL (git/HOST/PATH.git): the roles reach it there by
-    # rewriting https://github.com/ (pytorch_git_rewrites), as they reach the real submodules through a site mirror.
+    # rewriting https://github.com/ (build_git_rewrites), as they reach the real submodules through a site mirror.
     upstream_style = os.path.join(out, collection_module("mirror_layout").mirror_path(SUBMODULE_URL)[len("git/") :])
     os.makedirs(os.path.dirname(upstream_style))
     git(work, "clone", "-q", "--bare", third_party, upstream_style)

@@ -17,7 +17,7 @@ STACK_ROOT = "/opt/instinct-stack"
 
 @pytest.fixture
 def builder(host):
-    """The build host: the first of build_hosts, else the first inference host (pytorch_build_host's default)."""
+    """The build host: the first of build_hosts, else the first inference host (build_host's default)."""
     groups = host.ansible.get_variables()["groups"]
     name = (groups.get("build_hosts") or groups["inference_hosts"])[0]
     return host.get_host("ansible://" + name, ansible_inventory=host.backend.ansible_inventory)

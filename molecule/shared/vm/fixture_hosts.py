@@ -94,16 +94,16 @@ def fixture_vars(identity, mirror_url):
         "rocm_users": ["ansible"],
         "pytorch_git_url": mirror_url + "/git/pytorch.git",
         # The fixture PyTorch's .gitmodules name https://github.com/ as upstream's do; the mirror serves them.
-        "pytorch_git_rewrites": {"https://github.com/": mirror_url + "/git/github.com/"},
+        "build_git_rewrites": {"https://github.com/": mirror_url + "/git/github.com/"},
         "pytorch_version": refs["pytorch"],
-        "pytorch_pip_args": [
+        "build_pip_args": [
             "--no-index",
             "--find-links",
             mirror_url + "/wheels/",
             "--trusted-host",
             urllib.parse.urlsplit(mirror_url).hostname,
         ],
-        "pytorch_downloads_mirror_url": mirror_url,
+        "build_downloads_mirror_url": mirror_url,
         "pytorch_vision_git_url": mirror_url + "/git/vision.git",
         "pytorch_vision_version": refs["vision"],
         "triton_git_url": mirror_url + "/git/triton.git",

@@ -71,7 +71,7 @@ def test_inventory_puts_every_host_in_inference_and_the_first_in_build_hosts(tmp
     host_vars = inventory["_meta"]["hostvars"]["ibench-3"]
     assert host_vars["ansible_host"] == "10.231.0.13"
     assert host_vars["rocm_repo_base_url"] == "http://10.231.0.1:8080"
-    assert host_vars["pytorch_pip_args"][-2:] == ["--trusted-host", "10.231.0.1"]
+    assert host_vars["build_pip_args"][-2:] == ["--trusted-host", "10.231.0.1"]
     # Ansible's ssh goes through the meter, which ssh starts with the host and port.
     assert host_vars["ansible_ssh_common_args"].endswith(
         " -o 'ProxyCommand=%s %s %%h %%p'" % (sys.executable, scale.SSH_METER)

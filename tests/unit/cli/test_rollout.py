@@ -204,7 +204,7 @@ def test_status_rows_from_events():
 def test_a_failed_loop_reports_its_failed_items_messages():
     # The build farm waits for a wave of torch builds in a loop: Ansible's message for the task only says that items
     # failed; the report gives each failed build's own message (what to fix).
-    full = "The filesystem of /var/lib/instinct-stack/build is full (0 MiB free): point pytorch_staging_dir ..."
+    full = "The filesystem of /var/lib/instinct-stack/build is full (0 MiB free): point build_staging_dir ..."
     res = {
         "msg": "One or more items failed",
         "results": [{"failed": False, "msg": "built"}, {"failed": True, "msg": full}, "not a result"],

@@ -91,8 +91,8 @@ def test_ansible_reads_the_host_the_mirror_and_the_service_from_the_inventory(tm
     host_vars = inventory["_meta"]["hostvars"]["instinct-demo"]
     assert host_vars["ansible_host"] == "10.236.0.11"
     assert host_vars["rocm_repo_base_url"] == "http://10.236.0.1:8080"
-    assert host_vars["pytorch_git_rewrites"] == {"https://github.com/": "http://10.236.0.1:8080/git/github.com/"}
-    assert host_vars["pytorch_pip_args"][-2:] == ["--trusted-host", "10.236.0.1"]
+    assert host_vars["build_git_rewrites"] == {"https://github.com/": "http://10.236.0.1:8080/git/github.com/"}
+    assert host_vars["build_pip_args"][-2:] == ["--trusted-host", "10.236.0.1"]
     (service,) = host_vars["vllm_service_instances"]
     # The service listens where this machine sends the request, with the run's key.
     assert service == {"name": "demo", "model": "fixture-model", "port": 8000, "host": "10.236.0.11", "api_key": key}

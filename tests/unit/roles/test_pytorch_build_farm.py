@@ -1,6 +1,6 @@
-"""The build farm in the pytorch role, run by ansible-playbook against local hosts.
+"""The build farm (the build role's plan, the pytorch role's builds), run by ansible-playbook against local hosts.
 
-Four inference hosts with three distinct arch lists and two build hosts: validate.yml assigns the arch lists
+Four inference hosts with three distinct arch lists and two build hosts: the build role's plan.yml assigns them
 round-robin (instinct.stack.build_farm), and build.yml starts a wave's torch builds at once, each delegated to its
 arch list's build host, before it waits for them. Every host is this machine (a local connection); each build host
 has its own Python interpreter wrapper, which logs the host's name, so the test sees where each build ran, and its
@@ -81,10 +81,10 @@ def inventory(tmp_path, build_hosts):
             "children": {
                 "inference_hosts": {
                     "hosts": {
-                        "i1": {"pytorch_rocm_arch": "gfx942"},
-                        "i2": {"pytorch_rocm_arch": "gfx90a"},
-                        "i3": {"pytorch_rocm_arch": "gfx942"},
-                        "i4": {"pytorch_rocm_arch": "gfx90a;gfx942"},
+                        "i1": {"build_rocm_arch": "gfx942"},
+                        "i2": {"build_rocm_arch": "gfx90a"},
+                        "i3": {"build_rocm_arch": "gfx942"},
+                        "i4": {"build_rocm_arch": "gfx90a;gfx942"},
                     }
                 },
                 "build_hosts": {"hosts": hosts},
@@ -94,7 +94,17 @@ def inventory(tmp_path, build_hosts):
 
 
 def role_tasks(*files):
-    return [{"ansible.builtin.include_role": {"name": "instinct.stack.pytorch", "tasks_from": name}} for name in files]
+    """ROLE/FILE: the role's task file, with its defaults, kept for the files after it (as a play's roles are)."""
+    return [
+        {
+            "ansible.builtin.include_role": {
+                "name": "instinct.stack." + name.split("/")[0],
+                "tasks_from": name.split("/")[1],
+                "public": True,
+            }
+        }
+        for name in files
+    ]
 
 
 def facts(result, name):
@@ -121,27 +131,27 @@ def farm(tmp_path, build_hosts):
     show = {
         "name": "Show",
         "ansible.builtin.debug": {
-            "msg": "{{ {'assigned': pytorch_arch_build_hosts, 'farm': pytorch_farm_hosts,"
-            " 'mine': pytorch_arch_build_host, 'built': pytorch_build.build_info.metadata.arch,"
+            "msg": "{{ {'assigned': build_arch_hosts, 'farm': build_farm_hosts,"
+            " 'mine': build_arch_host, 'built': pytorch_build.build_info.metadata.arch,"
             " 'ccache': pytorch_build.build_info.ccache} }}"
         },
     }
     result = run(
         tmp_path,
         inventory(tmp_path, build_hosts),
-        role_tasks("validate.yml", "build.yml") + [show],
+        role_tasks("build/plan.yml", "pytorch/build.yml") + [show],
         {
             "pytorch_src_dir": str(work / "src"),
             # Per build host, as on separate machines: pytorch_build_on is the build host of the build at hand.
-            "pytorch_staging_dir": str(work) + "/staging-{{ pytorch_build_on }}",
-            "pytorch_wheel_cache": str(work / "cache"),
-            "pytorch_build_venv": str(work / "venv"),
-            "pytorch_ccache_dir": str(work / "ccache"),
+            "build_staging_dir": str(work) + "/staging-{{ pytorch_build_on }}",
+            "build_wheel_cache": str(work / "cache"),
+            "build_venv": str(work / "venv"),
+            "build_ccache_dir": str(work / "ccache"),
             "pytorch_build_poll_seconds": 1,
             "pytorch_checkout": {"before": None},
             "pytorch_commit": "0" * 40,
-            "pytorch_rocm_version": "7.0.2",
-            "pytorch_build_jobs_by_host": {"b1": 2, "b2": 3},
+            "build_rocm_version": "7.0.2",
+            "build_jobs_by_host": {"b1": 2, "b2": 3},
         },
     )
     return facts(result, "Show"), log.read_text().splitlines(), (tmp_path / "delegated.log").read_text().split()

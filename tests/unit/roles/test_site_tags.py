@@ -28,20 +28,21 @@ PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 PLAYS = {
     "prepare": ["rocm", "toolchain", "ldconfig"],
-    "build": ["pytorch", "triton", "vllm"],
+    "build": ["build", "pytorch", "triton", "vllm"],
     "serve": ["vllm_service"],
 }
 ROLES = [role for roles in PLAYS.values() for role in roles]
 # Every role depends on it for the shared values (roles/common/defaults); it has no tasks but its argument validation.
 COMMON = "common"
-# The roles each tag runs: a role's tag runs the role, and for triton and vllm the build roles they build against.
+# The roles each tag runs: a role's tag runs the role, after the build plan every build reads (the build role), and
+# for triton and vllm the build roles they build against.
 SELECTS = {
     "rocm": ["rocm"],
     "toolchain": ["toolchain"],
     "ldconfig": ["ldconfig"],
-    "pytorch": ["pytorch"],
-    "triton": ["pytorch", "triton"],
-    "vllm": ["pytorch", "triton", "vllm"],
+    "pytorch": ["build", "pytorch"],
+    "triton": ["build", "pytorch", "triton"],
+    "vllm": ["build", "pytorch", "triton", "vllm"],
     "vllm_service": ["vllm_service"],
     **PLAYS,
 }
@@ -55,7 +56,7 @@ SELECTS_BY_PLAY = {
 FACT_FINDING = {
     "toolchain": {"rocm_installed_version": "ansible.builtin.slurp"},
     "ldconfig": {"rocm_installed_prefix": "ansible.builtin.stat"},
-    "pytorch": {"rocm_pytorch_rocm_arch": "instinct.stack.gfx_arch", "rocm_installed_version": "ansible.builtin.slurp"},
+    "build": {"rocm_pytorch_rocm_arch": "instinct.stack.gfx_arch", "rocm_installed_version": "ansible.builtin.slurp"},
     "vllm_service": {"rocm_gpus": "instinct.stack.gfx_arch"},
 }
 VALIDATION = "Validating arguments against arg spec"
@@ -63,6 +64,7 @@ VALIDATION = "Validating arguments against arg spec"
 # site.yml's first play (playbooks/check_inputs.yml): every role's inputs for every host, before any host changes.
 CHECK_INPUTS = [
     "Read the roles' argument specs once",
+    "Refuse the build variables that 0.3.0 renamed",
     "Check the given variables against the roles' argument specs",
     "Stop on a variable the roles' argument specs refuse",
     "Check the vLLM instances' names, ports and options",
@@ -338,15 +340,20 @@ def test_the_first_play_checks_every_role_before_any_host_changes():
     "extra, messages",
     [
         (
-            {"rocm_reboot": "sometimes", "pytorch_max_jobs": "many"},
+            {"rocm_reboot": "sometimes", "build_max_jobs": "many"},
             [
                 "value of rocm_reboot must be one of: allow, never, defer, got: sometimes",
-                "'pytorch_max_jobs' is of type",
+                "'build_max_jobs' is of type",
             ],
         ),
         ({"vllm_service_instances": [{"name": "Bad Name", "model": "m"}]}, ["vLLM instance name 'Bad Name' must be"]),
+        # An inventory written for 0.2 names the build's shared inputs by their old pytorch_ names.
+        (
+            {"pytorch_pip_args": ["--no-index"], "pytorch_build_host": "b1", "pytorch_version": "v2.9.0"},
+            ["pytorch_build_host is now build_host; pytorch_pip_args is now build_pip_args: rename these"],
+        ),
     ],
-    ids=["role-variables", "instances"],
+    ids=["role-variables", "instances", "renamed"],
 )
 def test_bad_input_stops_the_run_in_the_first_play_on_every_host(ansible, extra, messages):
     """The run against hosts that do not exist: the first play needs no connection, so it is all that runs, and it

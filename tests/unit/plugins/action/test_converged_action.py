@@ -156,7 +156,7 @@ def test_a_record_takes_the_checks_fingerprint_and_the_summary():
     fingerprint = "e" * 64
     driver = {"reboot_pending": True, "load_failed": False, "reason": "reboot to load it"}
     # The roles set facts named like the inputs; given the check's fingerprint, they are not even resolved.
-    facts = host_vars(rocm_gfx_arch=["gfx942"], rocm_driver=driver, pytorch_arch=trust_as_template("{{ undefined }}"))
+    facts = host_vars(rocm_gfx_arch=["gfx942"], rocm_driver=driver, build_arch=trust_as_template("{{ undefined }}"))
     harness = Harness(facts, {"state": "record", "fingerprint": fingerprint})
     result = harness.run()
     ((_name, args),) = harness.calls

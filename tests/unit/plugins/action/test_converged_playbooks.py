@@ -1,7 +1,7 @@
 """The converged fast path in real ansible-playbook runs of site.yml's own plays, on local-connection hosts.
 
 The playbook is playbooks/site.yml with each role play's roles replaced by a stand-in debug task that says the play
-ran on the host (the build play's names the host pytorch_build_host resolves to, with the pytorch role's own
+ran on the host (the build play's names the host build_host resolves to, with the build role's own
 default), and without become. Everything else is site.yml's: the lock play, the check play, the host patterns that
 leave out the converged hosts, the record before the lock's give-back. The hosts' records, locks and stacks live under
 tmp_path; a systemctl on PATH answers for the services from a file. Shown: a whole run records each host; the next
@@ -32,9 +32,7 @@ UNIT = "vllm-fixture.service"
 
 def stand_in_site():
     """site.yml with a stand-in task for each role play's roles (no become: the hosts are this user's)."""
-    build_host = yaml.safe_load((ROOT / "roles" / "pytorch" / "defaults" / "main.yml").read_text())[
-        "pytorch_build_host"
-    ]
+    build_host = yaml.safe_load((ROOT / "roles" / "build" / "defaults" / "main.yml").read_text())["build_host"]
     plays = yaml.safe_load(SITE.read_text())
     for play in plays:
         if "ansible.builtin.import_playbook" in play:  # the inputs' check, site.yml's own
@@ -58,11 +56,11 @@ def stand_in_site():
                 # A debug task: the output says where the play ran, at no cost on the host.
                 "name": "Stand in for the %s roles" % tag,
                 "ansible.builtin.debug": {
-                    "msg": "stand-in %s ran on {{ inventory_hostname }}, built on {{ pytorch_build_host }}" % tag
+                    "msg": "stand-in %s ran on {{ inventory_hostname }}, built on {{ build_host }}" % tag
                     if tag == "build"
                     else "stand-in %s ran on {{ inventory_hostname }}" % tag
                 },
-                "vars": {"pytorch_build_host": build_host} if tag == "build" else {},
+                "vars": {"build_host": build_host} if tag == "build" else {},
             },
         ]
         if tag == "prepare":
@@ -215,7 +213,7 @@ def test_a_whole_run_records_and_the_next_skips_the_converged_hosts(site):
     assert site.record("gpu3")
 
     # gpu2's input changed; at -vvv the API key of its instances shows nowhere, and no record holds it.
-    site.hostvars["gpu2"]["pytorch_rocm_arch"] = "gfx90a"
+    site.hostvars["gpu2"]["build_rocm_arch"] = "gfx90a"
     site.write_inventory()
     code, output = site.run("-vvv")
     assert code == 0, output

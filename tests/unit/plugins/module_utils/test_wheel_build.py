@@ -85,7 +85,7 @@ def test_a_killed_step_is_named_with_its_signal_and_publishes_nothing(source, tm
         build("probe", str(source), "k5", str(cache), str(staging), killed)
     message = str(info.value)
     assert "at step 'compile' (killed by SIGKILL; the kernel's out-of-memory killer" in message
-    assert "lower pytorch_max_jobs" in message
+    assert "lower build_max_jobs" in message
     assert cached_build(str(cache), "k5") is None and not (cache / ".k5.tmp").exists()
     # The staging copy and its log stay for inspection; a rerun starts them afresh and publishes.
     assert os.path.isfile(info.value.log_path)
@@ -97,7 +97,7 @@ def test_a_full_staging_filesystem_is_named_with_its_free_space(source, tmp_path
     with pytest.raises(BuildError) as info:
         build("probe", str(source), "k6", str(tmp_path / "c"), str(tmp_path / "s"), steps(), {"FIXTURE_FAIL": "1"})
     assert "The filesystem of %s is full (3 MiB free)" % (tmp_path / "s") in str(info.value)
-    assert "point pytorch_staging_dir" in str(info.value)
+    assert "point build_staging_dir" in str(info.value)
     # With room, a failure says nothing about space.
     monkeypatch.setattr(wheel_build, "_free_bytes", lambda path: 10 * 1024**3)
     with pytest.raises(BuildError) as info:
