@@ -18,7 +18,7 @@ From each host's torch build records (build-info.json: seconds, built_at) the be
 and end relative to the run's start and how long the two overlap, with the run's wall time and the time from the
 first build's start to the last one's end.
 
-    .venv/bin/python benchmarks/build_farm.py [--build-seconds 60] [--workdir build/bench-farm]
+    .venv/bin/python -m benchmarks.build_farm [--build-seconds 60] [--workdir build/bench-farm]
 
 Run as root from the repository root. Results go to stdout and WORKDIR/results.json, logs to WORKDIR/logs.
 """
@@ -32,8 +32,8 @@ import signal
 import sys
 import time
 
-import scale
-from molecule_phases import recap_totals
+from benchmarks import scale
+from benchmarks.molecule_phases import recap_totals
 
 ARCHS = ["gfx90a", "gfx942"]
 CONFIGURATIONS = {"one": 1, "two": 2}

@@ -28,7 +28,7 @@ Needs ccache (apt: ccache) and the clang that the fixture ROCm's hipcc runs (apt
 links it in as ROCm's clang); the build virtualenv (the torch checkout's requirements-build.txt with cmake<4, as the
 role installs it) is created in the work directory through pip's configured index. Run from the repository root:
 
-    .venv/bin/python benchmarks/ccache_hits.py [--workdir DIR] [--keep]
+    .venv/bin/python -m benchmarks.ccache_hits [--workdir DIR] [--keep]
 
 Results go to stdout and benchmarks/results/ccache_hits.json (--output); the work directory (a temporary one unless
 --workdir) holds the fixture ROCm, the checkout, the build virtualenv, the caches and ccache's logs.
@@ -44,15 +44,18 @@ import sys
 import tempfile
 import time
 
+from instinct_stack.collection import collection_module
+
+# The fixture mirror's helpers lay out the fixture ROCm prefix (hipcc, rocm-llvm, the -dev packages' CMake files).
+from tests.harness import build_mirror
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIRROR = os.path.join(ROOT, "molecule", "shared", "mirror")
-sys.path.insert(0, os.path.join(ROOT, "collections"))
-# The fixture mirror's helpers lay out the fixture ROCm prefix (hipcc, rocm-llvm, the -dev packages' CMake files).
-sys.path.insert(0, MIRROR)
-import build_mirror  # noqa: E402
-
-from ansible_collections.instinct.stack.plugins.module_utils import python_abi, wheel_build  # noqa: E402
-from ansible_collections.instinct.stack.plugins.module_utils.build_plan import build_key, max_jobs  # noqa: E402
+# The collection's module_utils, as the pytorch role runs them.
+python_abi = collection_module("python_abi")
+wheel_build = collection_module("wheel_build")
+build_key = collection_module("build_plan").build_key
+max_jobs = collection_module("build_plan").max_jobs
 
 ARCH_LISTS = ["gfx942", "gfx90a;gfx942"]
 CONFIGURATIONS = ["basedir", "before", "basedir elsewhere"]

@@ -1,7 +1,7 @@
 """How busy the machine's cores are while a command runs, overall and per stage of it.
 
-    .venv/bin/python benchmarks/cpu_busy.py sample build/cpu.log -- .ci/run      # run it, sampling /proc/stat
-    .venv/bin/python benchmarks/cpu_busy.py report build/cpu.log --results build/test-results
+    .venv/bin/python -m benchmarks.cpu_busy sample build/cpu.log -- .ci/run      # run it, sampling /proc/stat
+    .venv/bin/python -m benchmarks.cpu_busy report build/cpu.log --results build/test-results
 
 `sample` runs the command and writes one line every --every seconds (default 10): the epoch seconds and the first
 line of /proc/stat (all cores' jiffies: user nice system idle iowait ...). Its exit status is the command's.

@@ -1,6 +1,6 @@
 """Time instinct.stack.gfx_arch's detection per source, on captured MI300X (8 GPUs) outputs.
 
-    .venv/bin/python benchmarks/gfx_arch_sources.py [--repeat N]
+    .venv/bin/python -m benchmarks.gfx_arch_sources [--repeat N]
 
 Two figures per source: the detection itself (module_utils, in process, best of N runs of 200 calls),
 and the module end to end as a playbook task on localhost (`ansible localhost -m`, best of N), which
@@ -18,11 +18,10 @@ import tempfile
 import time
 import timeit
 
+from instinct_stack.collection import collection_module
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "collections"))
-
-from ansible_collections.instinct.stack.plugins.module_utils.gfx_detect import detect  # noqa: E402
-
+detect = collection_module("gfx_detect").detect
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 

@@ -1,8 +1,8 @@
 """Wall time, task count and changed count of each molecule phase, from a `molecule test` log.
 
     scripts/test.sh                         # writes build/molecule-SCENARIO.log
-    .venv/bin/python benchmarks/molecule_phases.py build/molecule-default.log
-    molecule test 2>&1 | .venv/bin/python benchmarks/molecule_phases.py --stamp LOG   # passes the output on
+    .venv/bin/python -m benchmarks.molecule_phases build/molecule-default.log
+    molecule test 2>&1 | .venv/bin/python -m benchmarks.molecule_phases --stamp LOG   # passes the output on
 
 With --stamp, every line goes on to stdout as it comes and into LOG behind the seconds since the start;
 a stamped log gives each phase's whole wall time (verify and molecule's own work included), from its

@@ -47,8 +47,8 @@ ROCm is minutes per host; here it came from the fixture mirror); reboots.
 
 Run from the repository root (it reads nothing else and needs only the standard library):
 
-    .venv/bin/python benchmarks/projection.py
-    .venv/bin/python benchmarks/projection.py --archs 2 --build-hosts 2
+    .venv/bin/python -m benchmarks.projection
+    .venv/bin/python -m benchmarks.projection --archs 2 --build-hosts 2
 """
 
 import argparse

@@ -13,7 +13,7 @@ on the bridge. For every host count N the benchmark:
 
 Run as root (it mounts overlays and creates network namespaces) from the repository root:
 
-    .venv/bin/python benchmarks/scale.py --hosts 1 4 16
+    .venv/bin/python -m benchmarks.scale --hosts 1 4 16
 
 Results go to stdout as a table and to BUILD/results.json; every run's log is kept in BUILD/logs. With --wheel-mb M
 the fixture torch wheel carries M MB of random data, so that the stack weighs what a real one does.
@@ -39,16 +39,15 @@ import subprocess
 import sys
 import time
 
-import ssh_meter
-from molecule_phases import recap_totals
+from benchmarks import ssh_meter
+from benchmarks.molecule_phases import recap_totals
+
+# The molecule scenarios' machine helpers start the hosts here too.
+from tests.harness import fixture_hosts
+from tests.harness.nspawnctl import Bridge, ImageMount, Machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
-# The molecule scenarios' machine helper starts the hosts here too.
-sys.path.insert(0, VM_TOOLS)
-import fixture_hosts  # noqa: E402
-from nspawnctl import Bridge, ImageMount, Machine  # noqa: E402
 
 BRIDGE_ADDRESS = "10.231.0.1"
 BRIDGE = Bridge("instbench0", BRIDGE_ADDRESS + "/16")

@@ -7,7 +7,7 @@
 
 The host is a systemd-nspawn container booted from the molecule guest image (systemd as PID 1, sshd,
 the ansible user with sudo) in a network namespace of its own on the bridge instdemo0 (10.236.0.0/24),
-as benchmarks/scale.py starts its hosts (molecule/shared/vm/nspawnctl.py, fixture_hosts.py). The fixture
+as benchmarks/scale.py starts its hosts (tests/harness: nspawnctl, fixture_hosts). The fixture
 mirror is served on the bridge's address; `instinct-stack rollout` runs site.yml against the host with
 its live progress, then this sends an OpenAI chat-completions request with the run's API key to the
 vLLM service the rollout started, and prints the answer and the rollout report's summary. No AMD GPU is
@@ -17,6 +17,9 @@ The API key is new for every run; it reaches the roles only through a 0600 vars 
 directory (build/demo-target) and the request only through its Authorization header. SIGTERM, Ctrl-C
 or a failure still stops the host and removes its overlay mount, namespace, veth, the bridge, the image
 mount and the mirror server. Run as root (it re-runs itself through sudo otherwise).
+
+scripts/run.sh runs it as a module from the checkout's root, `.venv/bin/python -m scripts.demo_target ARGS...`: it
+imports the harness as tests.harness.
 """
 
 import contextlib
@@ -33,12 +36,10 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VM_TOOLS = os.path.join(ROOT, "molecule", "shared", "vm")
 INSTINCT_STACK = os.path.join(os.path.dirname(sys.executable), "instinct-stack")
 WORKDIR = os.path.join(ROOT, "build", "demo-target")
-# nspawnctl (the machines) and fixture_hosts (image, mirror, inventory), imported where needed: the arguments
-# for instinct-stack go on without loading them.
-sys.path.insert(0, VM_TOOLS)
+# tests.harness.nspawnctl (the machines) and tests.harness.fixture_hosts (image, mirror, inventory) are imported
+# where needed: the arguments for instinct-stack go on without loading them.
 # A bridge and network of its own: no molecule scenario (10.232-10.234) nor benchmark (10.231) uses them.
 BRIDGE_NAME = "instdemo0"
 BRIDGE_ADDRESS = "10.236.0.1"
@@ -111,7 +112,7 @@ class Phases:
 def write_inventory(directory, host, identity, mirror_url, api_key):
     """The inventory directory the rollout reads: hosts.json with the host and the fixture mirror's variables,
     and group_vars/all/vllm_service.json, mode 0600, the only file that holds the API key. Returns the directory."""
-    import fixture_hosts
+    from tests.harness import fixture_hosts
 
     shutil.rmtree(directory, ignore_errors=True)
     secret_dir = os.path.join(directory, "group_vars", "all")
@@ -222,7 +223,7 @@ def format_summary(report, report_path):
 
 
 def demo_machine(workdir, lower="", public_key=""):
-    from nspawnctl import Bridge, Machine
+    from tests.harness.nspawnctl import Bridge, Machine
 
     return Machine(MACHINE, workdir, lower, HOST_INTERFACE, Bridge(BRIDGE_NAME, BRIDGE_ADDRESS + "/24"), public_key)
 
@@ -293,8 +294,8 @@ def end_adopted(wait_s=10):
 
 def teardown(workdir, machine=None):
     """Stops the host and removes everything the demo made but the caches; quiet about what is gone already."""
-    import fixture_hosts
-    from nspawnctl import ImageMount
+    from tests.harness import fixture_hosts
+    from tests.harness.nspawnctl import ImageMount
 
     machine = machine or demo_machine(workdir)
     fixture_hosts.close_ssh_masters(workdir, RUN)
@@ -338,8 +339,8 @@ def run_cancellable(argv, stop_wait_s=30, **kwargs):
 
 
 def roll_out(workdir, phases, keep):
-    import fixture_hosts
-    from nspawnctl import ImageMount
+    from tests.harness import fixture_hosts
+    from tests.harness.nspawnctl import ImageMount
 
     def building_image(line):
         # build-image.sh: "building guest image KEY in DIR (...)"
@@ -460,7 +461,9 @@ def main(argv=None):
     if os.geteuid() != 0:
         if shutil.which("sudo") is None:
             sys.exit("scripts/run.sh: the demo host is a systemd-nspawn container: run it as root")
-        os.execvp("sudo", ["sudo", sys.executable, os.path.abspath(__file__), *argv])  # noqa: S606, S607
+        # As a module of the checkout again, from its root (sudo drops PYTHONPATH); the demo's arguments name no path.
+        os.chdir(ROOT)
+        os.execvp("sudo", ["sudo", sys.executable, "-m", "scripts.demo_target", *argv])  # noqa: S606, S607
     if shutil.which("systemd-nspawn") is None:
         sys.exit("scripts/run.sh: systemd-nspawn is missing (scripts/setup.sh installs systemd-container)")
     # A plain kill or a closed terminal still tears the host down.

@@ -48,7 +48,7 @@ setup() {
     image=$(molecule/shared/vm/build-image.sh) || return 1
     # build-image.sh prints the image's directory and nothing else on stdout.
     [[ -f $image/disk.img ]] || { echo "setup: build-image.sh printed '$image', not an image directory"; return 1; }
-    python molecule/shared/mirror/build_mirror.py "$image" >/dev/null
+    python -m tests.harness.build_mirror "$image" >/dev/null
   fi
 }
 
@@ -60,14 +60,14 @@ sanity() {
 
 molecule_scenario() {
   local scenario=$1 rc=0 log=build/molecule-$1.log
-  molecule test -s "$scenario" 2>&1 | python benchmarks/molecule_phases.py --stamp "$log"
+  molecule test -s "$scenario" 2>&1 | python -m benchmarks.molecule_phases --stamp "$log"
   ((PIPESTATUS[0] == 0)) || rc=1
   # The scenarios give their services a canary API key: it must never reach Ansible's output.
   if grep -q molecule-canary-key "$log"; then
     echo "molecule $scenario: the API key appears in the output ($log)"; rc=1
   fi
   # Each phase's wall time, from the stamps in the log.
-  python benchmarks/molecule_phases.py "$log" || true
+  python -m benchmarks.molecule_phases "$log" || true
   return $rc
 }
 

@@ -154,11 +154,19 @@ def ara_envvars(config_file: str | None = None, base_dir: str | None = None) -> 
 
 
 def collection_module(name: str) -> ModuleType:
-    """Import plugins/module_utils/NAME of the collection, the one place its logic lives."""
-    path = str(find_collection()[1])
-    if path not in sys.path:
-        sys.path.append(path)
-    return importlib.import_module("ansible_collections.instinct.stack.plugins.module_utils." + name)
+    """Import plugins/module_utils/NAME of the collection, the one place its logic lives.
+
+    Through ansible-core's collection loader, as ansible-playbook imports a collection's code: the first call installs
+    it with the collection's collections path ahead of the configured ones (once per process, as ansible's own
+    commands do; a loader already in place, ansible-test's for one, is kept).
+    """
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+    if AnsibleCollectionConfig.collection_finder is None:
+        from ansible.plugins.loader import init_plugin_loader
+
+        init_plugin_loader([str(find_collection()[1])])
+    return importlib.import_module("ansible_collections.%s.%s.plugins.module_utils.%s" % (NAMESPACE, NAME, name))
 
 
 def default_runs_dir() -> str:

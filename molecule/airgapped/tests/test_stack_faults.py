@@ -27,15 +27,14 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
-from playbook_runner import ROOT, changed, failures, finish, kill, playbook_json, start_playbook  # noqa: E402
+from tests import harness
+from tests.harness.playbook_runner import changed, failures, finish, kill, playbook_json, start_playbook
 
 MACHINE = "instinct-airgapped"
 UNIT = "vllm-fixture.service"
@@ -47,7 +46,6 @@ NEW_TORCH = ["-e", json.dumps({"pytorch_cmake_args": "-DINSTINCT_FAULT_TEST=ON",
 # After the power cut (3): the machine's new boot has no amdgpu module (it shares this machine's kernel).
 NO_DRIVER = ["--skip-tags", "rocm"]
 EPHEMERAL = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
-VM = ROOT / "molecule" / "shared" / "vm"
 
 
 def instance():
@@ -119,18 +117,21 @@ def unverified_stacks():
 
 def mirror(action):
     """Stop (unserve) or start (serve) the air-gapped mirror that the machine reaches on the bridge's address."""
-    argv = [sys.executable, str(VM / "vmctl.py"), action, "--workdir", EPHEMERAL, "--name", "airgap-mirror"]
+    named = ["--workdir", EPHEMERAL, "--name", "airgap-mirror"]
     if action == "serve":
         served = json.loads(Path(EPHEMERAL, "airgap-mirror.json").read_text())
-        argv[2:3] = ["serve", str(Path(EPHEMERAL, "airgap-mirror"))]
-        argv += ["--bind", mirror_address(), "--port", str(served["port"])]
-    subprocess.run(argv, check=True, capture_output=True)  # noqa: S603
+        where = ["--bind", mirror_address(), "--port", str(served["port"])]
+        argv = harness.argv("vmctl", "serve", str(Path(EPHEMERAL, "airgap-mirror")), *named, *where)
+    else:
+        argv = harness.argv("vmctl", action, *named)
+    subprocess.run(argv, check=True, capture_output=True, env=harness.env())  # noqa: S603
 
 
 def nspawn(action):
-    argv = [sys.executable, str(VM / "nspawnctl.py"), action, MACHINE, "--workdir", EPHEMERAL]
+    argv = harness.argv("nspawnctl", action, MACHINE, "--workdir", EPHEMERAL)
     argv += ["--bridge", "im-" + os.environ["MOLECULE_SCENARIO_NAME"][:12]]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)  # noqa: S603
+    env = harness.env()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, env=env)  # noqa: S603
     assert proc.returncode == 0, proc.stderr
 
 

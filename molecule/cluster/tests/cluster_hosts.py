@@ -1,14 +1,11 @@
 """What the cluster scenario's operator-style tests share: the two nodes, their service's invocation, and
-ansible-playbook run from the controller with JSON output (molecule/shared/tests/playbook_runner.py)."""
+ansible-playbook run from the controller with JSON output (tests/harness/playbook_runner.py)."""
 
 import os
-import sys
-from pathlib import Path
 
 import testinfra
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "tests"))
-from playbook_runner import playbook_json  # noqa: E402 - the scenario's tests import it from here
+from tests.harness.playbook_runner import playbook_json  # the scenario's tests import it from here
 
 __all__ = ["NODES", "UNIT", "invocation", "nodes", "playbook_json"]
 

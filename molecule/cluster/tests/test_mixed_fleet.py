@@ -10,14 +10,15 @@ bridge beside the two nodes and stopped at the end; the scenario's own inventory
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import testinfra
 import yaml
 from cluster_hosts import NODES, invocation, nodes, playbook_json
 
-VM_TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "vm")
+from tests import harness
+
+BUILD_IMAGE = os.path.join(harness.ROOT, "molecule", "shared", "vm", "build-image.sh")
 NEWER = {"name": "node3", "suite": "trixie", "address": "10.232.0.13/24"}
 LOCK = "/var/lib/instinct-stack/rollout.lock"
 REFUSAL = "Refuse hosts of several Python ABIs"
@@ -27,15 +28,16 @@ def nspawnctl(*args):
     workdir = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
     # The bridge create-nspawn.yml made for the scenario (molecule/shared/vars/nspawn.yml).
     bridge = "im-" + os.environ["MOLECULE_SCENARIO_NAME"][:12]
-    command = [sys.executable, os.path.join(VM_TOOLS, "nspawnctl.py"), *args, "--workdir", workdir, "--bridge", bridge]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)  # noqa: S603
+    command = harness.argv("nspawnctl", *args, "--workdir", workdir, "--bridge", bridge)
+    env = harness.env()
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=600, env=env)  # noqa: S603
 
 
 @pytest.fixture(scope="module")
 def newer_host(tmp_path_factory):
     """node3 running, and an inventory that adds it to inference_hosts; stopped at the end whatever happened."""
     image = subprocess.run(  # noqa: S603
-        [os.path.join(VM_TOOLS, "build-image.sh")],
+        [BUILD_IMAGE],
         env=dict(os.environ, INSTINCT_GUEST_SUITE=NEWER["suite"]),
         capture_output=True,
         text=True,

@@ -1,14 +1,6 @@
 """benchmarks/build_farm.py's pure parts: when the builds ran relative to the run, their span and overlap, the table."""
 
-import importlib.util
-import os
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-SPEC = importlib.util.spec_from_file_location("build_farm", os.path.join(ROOT, "benchmarks", "build_farm.py"))
-build_farm = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(build_farm)
+from benchmarks import build_farm
 
 
 def build(arch, start, end, host="ibench-1"):

@@ -1,20 +1,14 @@
 """The pure parts of the benchmark scripts: recap parsing, the inventory scale.py writes, its report table."""
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-# The benchmarks are scripts, not a package: they import each other from their own directory.
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import molecule_phases  # noqa: E402
+from benchmarks import molecule_phases, scale
 
-SPEC = importlib.util.spec_from_file_location("scale", os.path.join(ROOT, "benchmarks", "scale.py"))
-scale = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(scale)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 RECAP_TEXT = """
 PLAY RECAP *********************************************************************

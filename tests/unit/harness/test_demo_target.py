@@ -33,9 +33,10 @@ def test_only_the_demos_own_arguments_run_the_demo(argv, mode):
 
 
 def test_other_arguments_go_to_instinct_stack_unchanged(tmp_path):
-    # The same interpreter's instinct-stack, with the arguments as typed.
+    # The same interpreter's instinct-stack, with the arguments as typed; run as scripts/run.sh runs it.
     run = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "scripts", "demo_target.py"), "--version"],
+        [sys.executable, "-m", "scripts.demo_target", "--version"],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,

@@ -4,10 +4,10 @@ import os
 import subprocess
 import sys
 
+from tests.harness import build_mirror
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SOURCES = os.path.join(ROOT, "molecule", "shared", "mirror", "sources")
-sys.path.insert(0, os.path.join(ROOT, "molecule", "shared", "mirror"))
-import build_mirror  # noqa: E402
 
 
 def vllm(tmp_path, *args, amdsmi=None):

@@ -1,13 +1,12 @@
-"""The pure parts of the molecule machine helper (molecule/shared/vm/nspawnctl.py): addresses, names, network files."""
+"""The pure parts of the molecule machine helper (tests/harness/nspawnctl.py): addresses, names, network files."""
 
 import os
-import sys
 
 import pytest
 
+from tests.harness import nspawnctl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "molecule", "shared", "vm"))
-import nspawnctl  # noqa: E402
 
 
 def machine(name="node1", address="10.232.0.11/24", airgapped=False, bridge="im-cluster"):

@@ -13,10 +13,11 @@ import subprocess
 import sys
 import textwrap
 
+from tests import harness
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BUILD_IMAGE = os.path.join(ROOT, "molecule", "shared", "vm", "build-image.sh")
 BASH = shutil.which("bash") or "/bin/bash"
-MIRROR_DIR = os.path.join(ROOT, "molecule", "shared", "mirror")
 
 # debootstrap ROOTFS is its 4th argument; chroot ROOTFS COMMAND...; mkfs.ext4 ... -d ROOTFS IMAGE SIZE.
 STAND_INS = {
@@ -91,24 +92,23 @@ def test_another_suite_is_debootstrapped_into_an_image_of_its_own(tmp_path):
 def test_build_mirror_sends_child_processes_stdout_to_stderr_and_prints_only_its_result(tmp_path):
     script = textwrap.dedent(
         """
-        import subprocess, sys
-        sys.path.insert(0, %r)
-        import build_mirror
+        import subprocess
+        from tests.harness import build_mirror
         with build_mirror.stdout_for_result_only() as result:
             print("python chatter")
             subprocess.run(["echo", "child chatter"], check=True)
             result("/the/mirror")
         """
-        % MIRROR_DIR
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    # The checkout's root on the child's PYTHONPATH, as the harness's callers put it (tests/harness/__init__.py).
+    env = harness.env()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
     assert done.stdout == "/the/mirror\n"
     assert "python chatter" in done.stderr and "child chatter" in done.stderr
 
 
 def test_build_mirror_keeps_its_mirrors_under_the_xdg_cache_home(monkeypatch, tmp_path):
-    sys.path.insert(0, MIRROR_DIR)
-    import build_mirror
+    from tests.harness import build_mirror
 
     monkeypatch.delenv("INSTINCT_MIRROR_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

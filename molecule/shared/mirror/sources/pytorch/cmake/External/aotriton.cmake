@@ -2,7 +2,7 @@
 # release, the ROCm releases with a prebuilt runtime, the per-arch kernel image packs and the SHA-256 of each tarball
 # (upstream downloads each with URL_HASH SHA256=<its entry>), in the same set() form and order the roles read
 # (plugins/module_utils/build_downloads.py). The fixture's setup.py does what this file does.
-# The hashes are those of the fixture tarballs molecule/shared/mirror/build_mirror.py writes (byte for byte the same
+# The hashes are those of the fixture tarballs tests/harness/build_mirror.py writes (byte for byte the same
 # on every machine); tests/unit/harness/test_fixture_contracts.py holds the two together and prints the new lists
 # when a fixture tarball changes.
 set(__AOTRITON_VER "0.11b")

@@ -5,7 +5,7 @@ fixture mirror (built once, then cached), the mirror served on a bridge's addres
 roles need against that mirror (the cluster scenario's, molecule/cluster/molecule.yml), the inventory
 of a set of nspawnctl machines, the Ansible environment of one run, and the prepare step that points
 the hosts' Debian sources at the mirror (molecule/shared/prepare.yml). Run it with the project's
-.venv python: build_mirror.py imports the instinct-stack package.
+.venv python: build_mirror imports the instinct-stack package.
 """
 
 import glob
@@ -16,15 +16,15 @@ import subprocess
 import sys
 import urllib.parse
 
-VM_TOOLS = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.dirname(VM_TOOLS)
-ROOT = os.path.dirname(os.path.dirname(SHARED))
+from tests import harness
+from tests.harness import build_mirror
+from tests.harness.nspawnctl import SSH_OPTIONS
+
+ROOT = harness.ROOT
+SHARED = os.path.join(ROOT, "molecule", "shared")
+BUILD_IMAGE = os.path.join(SHARED, "vm", "build-image.sh")
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 PREPARE_PLAYBOOK = os.path.join(SHARED, "prepare.yml")
-sys.path.insert(0, VM_TOOLS)
-sys.path.insert(0, os.path.join(SHARED, "mirror"))
-import build_mirror  # noqa: E402
-from nspawnctl import SSH_OPTIONS  # noqa: E402
 
 
 def run(argv, **kwargs):
@@ -33,9 +33,7 @@ def run(argv, **kwargs):
 
 def guest_image(on_build=None):
     """The guest image's directory (build-image.sh); on_build(line) hears its 'building guest image' line."""
-    script = subprocess.Popen(
-        [os.path.join(VM_TOOLS, "build-image.sh")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    script = subprocess.Popen([BUILD_IMAGE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stderr = []
     for line in script.stderr:
         stderr.append(line)
@@ -48,32 +46,30 @@ def guest_image(on_build=None):
 
 
 def mirror_cache():
-    """Where build_mirror.py keeps its mirrors when given no cache directory."""
+    """Where build_mirror keeps its mirrors when given no cache directory."""
     return build_mirror.default_cache()
 
 
 def mirror_cached(image_dir):
-    """Whether build_mirror.py will reuse a cached mirror for this image and the fixtures as they are now."""
+    """Whether build_mirror will reuse a cached mirror for this image and the fixtures as they are now."""
     key = build_mirror.recipe_key(os.path.join(image_dir, "packages.txt"))
     return os.path.isfile(os.path.join(mirror_cache(), "mirror-" + key, "rocm", "rocm.gpg.key"))
 
 
 def fixture_mirror(image_dir):
-    """The fixture mirror's directory: build_mirror.py builds it, or reuses the cached one."""
-    script = os.path.join(SHARED, "mirror", "build_mirror.py")
-    return run([sys.executable, script, image_dir], capture_output=True).stdout.splitlines()[-1]
+    """The fixture mirror's directory: build_mirror builds it, or reuses the cached one."""
+    return run(harness.argv("build_mirror", image_dir), capture_output=True, env=harness.env()).stdout.splitlines()[-1]
 
 
 def serve_mirror(mirror_dir, workdir, bind):
     """Serves the mirror on bind (a bridge's address) from a background server; its JSON (port, guest_url ...)."""
-    vmctl = os.path.join(VM_TOOLS, "vmctl.py")
-    argv = [sys.executable, vmctl, "serve", mirror_dir, "--workdir", workdir, "--bind", bind]
-    return json.loads(run(argv, capture_output=True).stdout)
+    argv = harness.argv("vmctl", "serve", mirror_dir, "--workdir", workdir, "--bind", bind)
+    return json.loads(run(argv, capture_output=True, env=harness.env()).stdout)
 
 
 def unserve_mirror(workdir):
-    vmctl = os.path.join(VM_TOOLS, "vmctl.py")
-    subprocess.run([sys.executable, vmctl, "unserve", "--workdir", workdir], capture_output=True, check=False)
+    argv = harness.argv("vmctl", "unserve", "--workdir", workdir)
+    subprocess.run(argv, capture_output=True, check=False, env=harness.env())
 
 
 def fixture_vars(identity, mirror_url):

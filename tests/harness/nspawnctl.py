@@ -1,11 +1,14 @@
 """Lightweight test hosts: systemd-nspawn machines booted from the molecule guest image.
 
-    nspawnctl.py up --bridge BR --address IP/PREFIX          # the bridge alone, to serve a mirror on first
-    nspawnctl.py start NAME --workdir DIR --image-dir DIR --bridge BR --address IP/PREFIX [--airgapped]
-    nspawnctl.py stop NAME --workdir DIR --bridge BR
-    nspawnctl.py poweroff NAME --workdir DIR --bridge BR   # pull the plug: SIGKILL, the overlay and network stay
-    nspawnctl.py boot NAME --workdir DIR --bridge BR       # boot a powered-off machine again, wait for its sshd
-    nspawnctl.py down --workdir DIR --bridge BR      # the bridge and the image mount, after the last stop
+    nspawnctl up --bridge BR --address IP/PREFIX          # the bridge alone, to serve a mirror on first
+    nspawnctl start NAME --workdir DIR --image-dir DIR --bridge BR --address IP/PREFIX [--airgapped]
+    nspawnctl stop NAME --workdir DIR --bridge BR
+    nspawnctl poweroff NAME --workdir DIR --bridge BR   # pull the plug: SIGKILL, the overlay and network stay
+    nspawnctl boot NAME --workdir DIR --bridge BR       # boot a powered-off machine again, wait for its sshd
+    nspawnctl down --workdir DIR --bridge BR      # the bridge and the image mount, after the last stop
+
+where nspawnctl is `python -m tests.harness.nspawnctl`, run from the checkout's root or with it on PYTHONPATH
+(tests/harness/__init__.py).
 
 Each machine runs the guest image's own systemd as PID 1 and its sshd, on an overlay of the image (the
 image itself never changes), in a network namespace of its own joined to a bridge on this machine.

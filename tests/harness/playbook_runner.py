@@ -12,7 +12,7 @@ from pathlib import Path
 
 from instinct_stack.rollout import failure_message
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 CANARY = "molecule-canary-key"
 
 

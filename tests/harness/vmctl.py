@@ -1,9 +1,12 @@
 """Start and stop the qemu guests of the molecule scenarios, and the fixture mirror they install from.
 
-    vmctl.py start NAME --workdir DIR --image-dir DIR [--memory MB] [--cpus N] [--accel auto|kvm|tcg]
-    vmctl.py stop NAME --workdir DIR
-    vmctl.py serve DIRECTORY --workdir DIR [--bind IP] [--port N]   # HTTP on 127.0.0.1 (guests: 10.0.2.2)
-    vmctl.py unserve --workdir DIR
+    vmctl start NAME --workdir DIR --image-dir DIR [--memory MB] [--cpus N] [--accel auto|kvm|tcg]
+    vmctl stop NAME --workdir DIR
+    vmctl serve DIRECTORY --workdir DIR [--bind IP] [--port N]   # HTTP on 127.0.0.1 (guests: 10.0.2.2)
+    vmctl unserve --workdir DIR
+
+where vmctl is `python -m tests.harness.vmctl`, run from the checkout's root or with it on PYTHONPATH
+(tests/harness/__init__.py).
 
 start prints the instance as JSON (instance, address, user, port, identity_file, accel): molecule's
 instance config. With --accel auto it boots under KVM first and falls back to TCG, with a warning,

@@ -1,6 +1,8 @@
 """Build the fixture mirror that the molecule guests install from.
 
-    build_mirror.py IMAGE_DIR [CACHE_DIR]     prints the mirror directory
+    python -m tests.harness.build_mirror IMAGE_DIR [CACHE_DIR]     prints the mirror directory
+
+(from the checkout's root, or with it on PYTHONPATH: tests/harness/__init__.py)
 
 IMAGE_DIR is the guest image (build-image.sh); its packages.txt says what the guest already has.
 
@@ -11,7 +13,8 @@ with only the base URL changed:
     rocm/apt/<ROCM>/dists/<suite>/...             ROCm packages: rocm-core, hsa-rocr, rocminfo, hipcc, hipblas, ...
     amdgpu/<AMDGPU>/ubuntu/dists/<suite>/...      amdgpu-dkms
     git/{pytorch,vision,triton,vllm,pytorch-third-party}.git   bare repositories (dumb HTTP) of the fixture
-                                                  sources in sources/, at the refs in SOURCE_REFS
+                                                  sources in molecule/shared/mirror/sources/, at the refs in
+                                                  SOURCE_REFS
     wheels/                                       the Python build requirements, for pip --find-links
     files/HOST/PATH                               what the real builds download at build time, at the upstream
                                                   URLs the fixture sources name: Triton's prebuilt LLVM
@@ -44,17 +47,18 @@ import tarfile
 import tempfile
 import zlib
 
-# The mirror CLI's apt index and signing helpers: run this script with the project's .venv python.
-from instinct_stack.collection import collection_module  # noqa: E402
-from instinct_stack.mirror import (  # noqa: E402
+# The mirror CLI's apt index and signing helpers: run this module with the project's .venv python.
+from instinct_stack.collection import collection_module
+from instinct_stack.mirror import (
     dependency_closure,
     download_wheels,
     new_signing_key,
     write_signed_index,
 )
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The fixtures this module builds the mirror from: the source trees and the wheelhouse's requirements.
+MIRROR_FIXTURES = os.path.join(REPO, "molecule", "shared", "mirror")
 ROCMINFO_FIXTURE = os.path.join(REPO, "tests", "fixtures", "rocminfo", "mi300x-8gpu.txt")
 SUITES = ("jammy", "noble")
 # (ROCm release, its amdgpu driver release, KFD module version the driver reports)
@@ -80,7 +84,7 @@ DEBIAN_PACKAGES = (
     "ccache",
     CLANG_PACKAGE,
 )
-SOURCES = os.path.join(HERE, "sources")
+SOURCES = os.path.join(MIRROR_FIXTURES, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.1-fixture"}
 # The fixture PyTorch's submodule, named as upstream's .gitmodules name theirs (pytorch/pytorch .gitmodules: absolute
@@ -92,7 +96,7 @@ BUILT_BY_THE_STACK = ("torch==2.9.0", "torchvision==0.24.0", "triton==3.5.0")
 # Names no wheelhouse line may pin: the stack's own builds, and amdsmi, which comes from ROCm's share/amd_smi.
 STACK_PROVIDED = {"torch", "torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "amdsmi"}
 # The requirements the wheelhouse serves, with their dependency closure.
-WHEELHOUSE = os.path.join(HERE, "wheelhouse.txt")
+WHEELHOUSE = os.path.join(MIRROR_FIXTURES, "wheelhouse.txt")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "instinct.stack fixtures",
     "GIT_AUTHOR_EMAIL": "fixtures@instinct-stack.invalid",
