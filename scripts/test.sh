@@ -9,7 +9,7 @@
 # Two lanes run at once, each stage after the one before it in its lane: the qemu scenario (default) and then
 # the checks (lint, sanity, unit) in one, the nspawn scenarios in the other. Neither kind keeps both cores busy
 # (a TCG guest and an Ansible controller wait on each other, as do an Ansible controller and its nspawn machines;
-# BENCHMARKS.md, "The test command in two lanes"), so the lanes share the machine's two cores instead of one stage
+# benchmarks/results/history.md, "The test command in two lanes"), so the lanes share the machine's two cores instead of one stage
 # leaving a core idle. The scenarios share nothing but the guest image and the fixture mirror, which setup builds
 # before the lanes start. Each lane's output goes to build/lane-NAME.log and is printed whole at the end; a line
 # per stage says when it ends. INSTINCT_TEST_LANES=1 runs every stage in one lane, one after another (each
