@@ -39,6 +39,21 @@ def pinned_core():
     return None
 
 
+# What the plugins' tests drive besides ansible-core: huggingface_hub, the client instinct.stack.model_fetch runs,
+# and safetensors with numpy, which write the fixture model (tests/harness/fixture_model.py).
+PLUGIN_TEST_LIBRARIES = ("huggingface-hub", "safetensors", "numpy")
+
+
+def pinned(names):
+    """The requirements-dev.txt pins of names: the versions .venv and the unit stage run."""
+    wanted = {name.lower() for name in names}
+    return [
+        line.strip()
+        for line in (ROOT / "requirements-dev.txt").read_text().splitlines()
+        if line.split("==", 1)[0].strip().lower() in wanted
+    ]
+
+
 def collection_tree(session):
     """The tracked files at ansible_collections/instinct/stack, where ansible-test needs them, as a git repository."""
     top = Path(session.create_tmp()) / "tree"
@@ -70,7 +85,9 @@ def compat(session, core):
         session.skip(
             "ansible-core %s runs on Python %s to %s, not %s" % ((core,) + CONTROLLER_PYTHONS[core] + (PYTHON,))
         )
-    session.install("ansible-core==%s.*" % core, "pytest", "pyyaml", "setuptools", "wheel")
+    session.install(
+        "ansible-core==%s.*" % core, "pytest", "pyyaml", "setuptools", "wheel", *pinned(PLUGIN_TEST_LIBRARIES)
+    )
     tree = collection_tree(session)
     with session.chdir(tree):
         session.run("ansible-test", "sanity", "--python", PYTHON, "--color", "no")
