@@ -1,14 +1,19 @@
 """`vllm serve MODEL ...`: a small OpenAI-compatible server with vLLM's options, for service tests.
 
-It answers GET /health, GET /v1/models and POST /v1/chat/completions (both with Bearer auth when
-VLLM_API_KEY is set, 401 otherwise, as vLLM's --api-key does), and validates the options the way
-vLLM does, so a unit that passes a bad value fails to start. A chat completion has the OpenAI
-response shape; its content says that no model and no GPU produced it and echoes the last user
-message. Like vLLM, it serves only on a detected platform (vllm.platforms, through amdsmi): on
-UnspecifiedPlatform it fails with vLLM's own "Failed to infer device type" error.
+It answers GET /health, GET /version, GET /v1/models, POST /v1/chat/completions and POST /v1/completions (the
+last three with Bearer auth when VLLM_API_KEY is set, 401 otherwise, as vLLM's --api-key does), with and without
+streaming (server-sent events ending in `data: [DONE]`), in the shapes of vLLM 0.11.1's
+vllm/entrypoints/openai/protocol.py, and validates the options the way vLLM does, so a unit that passes a bad value
+fails to start. A completion's content says that no model and no GPU produced it, names the model directory it
+would have loaded (the revision's directory, for a pulled model) and echoes the last user message or the prompt.
+Like vLLM, it serves only on a detected platform (vllm.platforms, through amdsmi): on UnspecifiedPlatform it fails
+with vLLM's own "Failed to infer device type" error. Before it serves, it checks a local model directory as vLLM
+does (check_model): config.json and its architectures, the safetensors weights (headers read with the safetensors
+library) and the tokenizer; with HF_HUB_OFFLINE=1 a model that is not a local directory fails as vLLM's does.
 """
 
 import argparse
+import glob
 import json
 import logging
 import os
@@ -45,46 +50,150 @@ def parser():
     return root
 
 
-# What every chat completion answers: no model runs behind this server, and no GPU either.
+# What every completion answers: no model runs behind this server, and no GPU either.
 FIXTURE_ANSWER = (
-    "This answer comes from the fixture vLLM of instinct.stack's tests: no GPU and no model produced it, "
-    "the server only echoes your last message. You said: %s"
+    "This answer comes from the fixture vLLM of instinct.stack's tests: no GPU and no model produced it; "
+    "%s would have been loaded from %s. The server only echoes your last message. You said: %s"
 )
+# vLLM 0.11.1's messages (vllm/transformers_utils/config.py, vllm/model_executor/models/registry.py,
+# vllm/model_executor/model_loader/default_loader.py).
+INVALID_MODEL = (
+    "ValueError: Invalid repository ID or local directory specified: '%s'.\nPlease verify the following requirements:\n"
+    "1. Provide a valid Hugging Face repository ID.\n2. Specify a local directory that contains a recognized "
+    "configuration file.\n   - For Hugging Face models: ensure the presence of a 'config.json'.\n   - For Mistral "
+    "models: ensure the presence of a 'params.json'."
+)
+NO_ARCHITECTURES = "ValueError: No model architectures are specified"
+UNSUPPORTED = "ValueError: Model architectures %s are not supported for now. Supported architectures: %s"
+NO_WEIGHTS = "RuntimeError: Cannot find any model weights with `%s`"
+# A few of the text-generation architectures vLLM 0.11.1's registry holds (vllm/model_executor/models/registry.py).
+ARCHITECTURES = (
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "MixtralForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "GptOssForCausalLM",
+)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
 
 
-def chat_completion(model, body):
-    """The OpenAI chat.completion object for a request body: (HTTP status, response body)."""
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        return 400, {"error": {"message": "messages must be a non-empty list", "type": "BadRequestError", "code": 400}}
-    if body.get("model", model) != model:
-        message = "The model `%s` does not exist." % body["model"]
-        return 404, {"error": {"message": message, "type": "NotFoundError", "code": 404}}
-    said = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
-    if isinstance(said, list):  # content parts: the text ones
-        said = " ".join(part.get("text", "") for part in said if isinstance(part, dict) and part.get("type") == "text")
-    content = FIXTURE_ANSWER % json.dumps(said if isinstance(said, str) else "")
-    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-    completion_tokens = len(content.split())
-    return 200, {
-        "id": "chatcmpl-" + uuid.uuid4().hex,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+def check_model(model):
+    """What vLLM checks of MODEL before it serves it, with its messages: SystemExit(message) on a fault, else a
+    summary of a local directory (None for a Hub name, which vLLM would download)."""
+    if not os.path.isdir(model):
+        if os.environ.get("HF_HUB_OFFLINE") == "1":
+            sys.exit(INVALID_MODEL % model)
+        return None
+    config_path = os.path.join(model, "config.json")
+    if not os.path.isfile(config_path):
+        sys.exit(INVALID_MODEL % model)
+    with open(config_path) as handle:
+        architectures = json.load(handle).get("architectures") or []
+    if not architectures:
+        sys.exit(NO_ARCHITECTURES)
+    if not any(name in ARCHITECTURES for name in architectures):
+        sys.exit(UNSUPPORTED % (architectures, sorted(ARCHITECTURES)))
+    weights = sorted(glob.glob(os.path.join(model, "*.safetensors")))
+    index = os.path.join(model, "model.safetensors.index.json")
+    if os.path.isfile(index):  # only the files its weight_map names (weight_utils.filter_duplicate_safetensors_files)
+        with open(index) as handle:
+            mapped = set(json.load(handle).get("weight_map", {}).values())
+        weights = [path for path in weights if os.path.basename(path) in mapped]
+    if not weights:
+        sys.exit(NO_WEIGHTS % model)
+    from safetensors import safe_open  # the real library reads each header, as vLLM's loader does
+
+    tensors = 0
+    for path in weights:
+        with safe_open(path, framework="np") as handle:
+            tensors += len(list(handle.keys()))
+    if not any(os.path.isfile(os.path.join(model, name)) for name in TOKENIZER_FILES):
+        # transformers' AutoTokenizer.from_pretrained, which vLLM's get_tokenizer calls, fails on such a directory.
+        sys.exit("OSError: Can't load tokenizer for '%s'." % model)
+    return {"architectures": architectures, "weights": len(weights), "tensors": tensors}
+
+
+def user_text(content):
+    if isinstance(content, list):  # content parts: the text ones
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return content if isinstance(content, str) else ""
+
+
+def error(status, kind, message):
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+
+def completion(served, root, body, chat):
+    """(HTTP status, the response object, the answer's text) of a chat or text completion request."""
+    if not isinstance(body, dict):
+        return error(400, "BadRequestError", "the request body must be a JSON object") + (None,)
+    if chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            return error(400, "BadRequestError", "messages must be a non-empty list") + (None,)
+        said = user_text(next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), ""))
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+    else:
+        said = body.get("prompt")
+        if not isinstance(said, str) or not said:
+            return error(400, "BadRequestError", "prompt must be a non-empty string") + (None,)
+        prompt_tokens = len(said.split())
+    if body.get("model", served) != served:
+        return error(404, "NotFoundError", "The model `%s` does not exist." % body["model"]) + (None,)
+    text = FIXTURE_ANSWER % (served, root, json.dumps(said))
+    completion_tokens = len(text.split())
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": None,
     }
+    created = int(time.time())
+    if chat:
+        choice = {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": text,
+                "refusal": None,
+                "tool_calls": [],
+                "reasoning_content": None,
+            },
+            "logprobs": None,
+            "finish_reason": "stop",
+            "stop_reason": None,
+        }
+        kind, prefix = "chat.completion", "chatcmpl-"
+    else:
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "stop", "stop_reason": None}
+        kind, prefix = "text_completion", "cmpl-"
+    answer = {"id": prefix + uuid.uuid4().hex, "object": kind, "created": created, "model": served}
+    answer.update(choices=[choice], usage=usage, system_fingerprint=None)
+    return 200, answer, text
+
+
+def stream_chunks(answer, text, chat):
+    """The server-sent events of a streamed answer, as vLLM's serving_chat.py and serving_completion.py send them:
+    the role first (chat), the text in pieces, the finish reason, then [DONE]."""
+    base = {"id": answer["id"], "created": answer["created"], "model": answer["model"]}
+    kind = "chat.completion.chunk" if chat else "text_completion"
+    pieces = [word + " " for word in text.split(" ")]
+    pieces[-1] = pieces[-1].rstrip(" ")
+    events = []
+    if chat:
+        events.append(dict(base, object=kind, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}}]))
+    for piece in pieces:
+        delta = {"delta": {"content": piece}} if chat else {"text": piece}
+        events.append(
+            dict(base, object=kind, choices=[dict({"index": 0, "logprobs": None, "finish_reason": None}, **delta)])
+        )
+    last = {"delta": {}} if chat else {"text": ""}
+    events.append(
+        dict(base, object=kind, choices=[dict({"index": 0, "finish_reason": "stop", "stop_reason": None}, **last)])
+    )
+    return ["data: %s\n\n" % json.dumps(event) for event in events] + ["data: [DONE]\n\n"]
 
 
 # vLLM's error when its engine core process fails to start (vllm/v1/engine/core_client.py), for instance when the
@@ -120,8 +229,27 @@ def main(argv=None):
         logging.error("Triton could not compile its launcher: %s", error)
         sys.exit(ENGINE_CORE_ERROR)
     logging.info("Triton launcher: %s", launcher)
+    checked = check_model(args.model)
+    if checked:
+        logging.info("model %s: %s", args.model, checked)
     api_key = os.environ.get("VLLM_API_KEY")
     model = args.served_model_name or args.model
+    created = int(time.time())
+    listed = {
+        "id": model,
+        "object": "model",
+        "created": created,
+        "owned_by": "vllm",
+        "root": args.model,
+        "parent": None,
+        "max_model_len": args.max_model_len or 2048,
+        "permission": [
+            {"id": "modelperm-" + uuid.uuid4().hex, "object": "model_permission", "created": created,
+             "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
+             "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False, "organization": "*",
+             "group": None, "is_blocking": False}
+        ],
+    }  # fmt: skip
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, code, body):
@@ -141,23 +269,40 @@ def main(argv=None):
         def do_GET(self):  # noqa: N802 - http.server's naming
             if self.path == "/health":
                 self._send(200, {})
+            elif self.path == "/version":
+                self._send(200, {"version": "0.11.1"})
             elif self.path == "/v1/models":
                 if self._authorized():
-                    self._send(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "vllm"}]})
+                    self._send(200, {"object": "list", "data": [listed]})
             else:
                 self._send(404, {"error": "not found"})
 
         def do_POST(self):  # noqa: N802 - http.server's naming
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if self.path != "/v1/chat/completions":
+            if self.path not in ("/v1/chat/completions", "/v1/completions"):
                 self._send(404, {"error": "not found"})
-            elif self._authorized():
-                try:
-                    body = json.loads(raw or b"null")
-                except ValueError:
-                    body = None
-                self._send(*chat_completion(model, body))
+                return
+            if not self._authorized():
+                return
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = None
+            chat = self.path == "/v1/chat/completions"
+            status, answer, text = completion(model, args.model, body, chat)
+            if status != 200 or not body.get("stream"):
+                self._send(status, answer)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for event in stream_chunks(answer, text, chat):
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+            self.close_connection = True
 
         def log_message(self, fmt, *fmt_args):
             sys.stderr.write("INFO: %s %s\n" % (self.address_string(), fmt % fmt_args))
