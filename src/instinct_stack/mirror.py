@@ -14,13 +14,16 @@ in a private apt root that holds the distribution and the ROCm/amdgpu repositori
 what the distribution serves, in a repository of its own signed with the same key. A manifest lists every file
 with its SHA-256; `instinct-stack mirror verify DEST` checks it and names any build-time download the mirrored
 sources need that the mirror lacks or holds unlike its SHA-256, and any requested distribution package its index
-does not list.
+does not list. The models (`models`: a Hub repository, its revision and the files to take) are fetched with
+huggingface_hub from the Hub or `hub_endpoint`, each file checked against the hash the Hub publishes, into the
+layout the hosts pull from; `mirror verify` checks each against its revision's manifest.
 
 Layout (what the roles expect under instinct_mirror_url):
     rocm/rocm.gpg.key, rocm/apt/ROCM/dists/SUITE, amdgpu/AMDGPU/ubuntu/dists/SUITE,
     distribution/NAME/dists/SUITE (NAME: the host's distribution in lower case, debian or ubuntu),
     git/HOST/PATH.git (upstream URLs rewritten with git's url.<base>.insteadOf), wheels/,
-    files/HOST/PATH (build-time downloads), manifest.json
+    files/HOST/PATH (build-time downloads), models/ORG--NAME/COMMIT/ with models/ORG--NAME/COMMIT.json,
+    manifest.json
 """
 
 import json
@@ -48,6 +51,7 @@ mirror_file_path = collection_module("mirror_layout").mirror_file_path
 build_downloads = collection_module("build_downloads")
 git_config_env = collection_module("mirror_layout").git_config_env
 sha256 = collection_module("stack_lock").sha256
+models = collection_module("models")
 
 MANIFEST = "manifest.json"
 
@@ -94,7 +98,74 @@ def load_config(path: str | Path) -> dict[str, Any]:
     config.update(download_settings(config))
     config["distributions"] = distribution_settings(path, config.get("distributions", []))
     config["pythons"] = python_settings(path, config.get("pythons", []))
+    config["models"] = model_settings(path, config.get("models", []))
+    # The Hub the models come from: a site's own Hub or mirror (HF_ENDPOINT), empty for the public one. A token for
+    # gated models is read from HF_TOKEN in the environment, never from this file or the command line.
+    config.setdefault("hub_endpoint", "")
     return config
+
+
+def model_settings(path: str | Path, entries: Any) -> list[dict[str, Any]]:
+    """The `models` entries of a configuration, checked: each {repo, revision, files, ignore} with the collection's
+    defaults (module_utils/models.py), the revision a commit or a branch or tag resolved when the mirror is built."""
+    if not isinstance(entries, list):
+        raise BadInput("%s: models must be a list of mappings such as {repo: ORG/NAME, revision: COMMIT}" % path)
+    checked = []
+    for index, entry in enumerate(entries):
+        try:
+            checked.append(models.check_spec(entry))
+        except models.ModelError as exc:
+            raise BadInput("%s: models[%d]: %s" % (path, index, exc)) from None
+    repos = [entry["repo"] for entry in checked]
+    doubled = sorted({repo for repo in repos if repos.count(repo) > 1})
+    if doubled:
+        raise BadInput("%s: models: %s listed twice; list each repository once" % (path, ", ".join(doubled)))
+    return checked
+
+
+def mirror_models(config: Mapping[str, Any], dest: Path) -> dict[str, dict[str, Any]]:
+    """Fetch each model of the configuration into dest/models in the layout the hosts pull from (ORG--NAME/COMMIT
+    and its manifest beside it), every file checked against the Hub's hashes; {repo: what was mirrored}."""
+    if not config["models"]:
+        return {}
+    model_hub = collection_module("model_hub")
+    root = dest / "models"
+    root.mkdir(parents=True, exist_ok=True)
+    mirrored = {}
+    for spec in config["models"]:
+        print("mirror: model %s@%s" % (spec["repo"], spec["revision"]), file=sys.stderr, flush=True)
+        try:
+            result = model_hub.fetch(
+                str(root), spec, endpoint=config["hub_endpoint"] or None, token=os.environ.get("HF_TOKEN") or None
+            )
+        except models.ModelError as exc:
+            raise MirrorError("model %s: %s" % (spec["repo"], exc)) from None
+        mirrored[spec["repo"]] = {
+            "revision": spec["revision"],
+            "commit": result["commit"],
+            "files": spec["files"],
+            "ignore": spec["ignore"],
+            "size": result["size"],
+        }
+    return mirrored
+
+
+def model_problems(dest: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """Each mirrored model's revision against its own manifest (every file's size and sha256), by name."""
+    problems = []
+    for repo, entry in sorted((manifest.get("models") or {}).items()):
+        root = str(dest / "models")
+        data = None
+        path = models.manifest_path(root, repo, entry["commit"])
+        try:
+            data = models.check_manifest(models.read_json(path), repo, entry["commit"])
+        except (OSError, ValueError, models.ModelError) as exc:
+            problems.append("model %s@%s: its manifest %s cannot be used: %s" % (repo, entry["commit"], path, exc))
+            continue
+        directory = models.revision_dir(root, repo, entry["commit"])
+        for problem in models.manifest_problems(directory, data):
+            problems.append("model %s@%s: %s" % (repo, entry["commit"], problem))
+    return problems
 
 
 # A distribution's name is a directory of the mirror and what a host looks for (ansible_facts.distribution | lower).
@@ -965,6 +1036,7 @@ def build(config_path: str | Path, dest: str | Path) -> dict[str, Any]:
         refs = git_repositories(config, dest, work)
         downloads = fetch_downloads(config, dest, needed_downloads(config, dest, refs))
         wheels = wheelhouse(config, dest)
+    mirrored = mirror_models(config, dest)
     summary = {
         "rocm_version": config["rocm_version"],
         "amdgpu_version": config["amdgpu_version"],
@@ -975,6 +1047,7 @@ def build(config_path: str | Path, dest: str | Path) -> dict[str, Any]:
         **wheels,
         "downloads": downloads,
         **download_settings(config),
+        "models": mirrored,
     }
     return write_manifest(dest, summary)
 
@@ -1001,6 +1074,8 @@ def verify(dest: str | Path) -> list[str]:
             problems.append("not in the manifest: %s" % path.relative_to(dest))
     # A wheel for every requirement asked for, for each Python the hosts run.
     problems += wheel_problems(dest, manifest)
+    # Each model against its revision's manifest, which the hosts check every file with.
+    problems += model_problems(dest, manifest)
     # Each distribution's requested packages, in its index: the hosts install them by name from it.
     for name, distribution in sorted(manifest.get("distributions", {}).items()):
         index = dest / distribution_path(name) / "dists" / distribution["suite"] / "main" / "binary-amd64" / "Packages"
