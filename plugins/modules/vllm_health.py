@@ -22,7 +22,8 @@ description:
   - It fails at once, without waiting out O(timeout), when systemd gave up on the unit - it failed, it stopped, it
     is not loaded - or the service crash-loops (systemd restarted it more than O(restarts) times since it was
     started). It fails with the unit's state and the last O(lines) lines of its journal since it started, as it
-    does when O(timeout) passes.
+    does when O(timeout) passes; for a unit systemd restarted, the last O(lines) lines whenever written, since each
+    restart moves its start past the error that ended the run before.
   - Values of the secret variables (names containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL) in
     O(env_file), such as C(VLLM_API_KEY), are masked in every journal line it returns; nothing else of that file is
     read or returned.
@@ -235,7 +236,9 @@ def main():
         unit_info = dict(unit_info)
         started = unit_info.pop("started_monotonic")
         result["unit"] = unit_info
-        since = journal_since(started)
+        # A crash loop restarts the unit, and each restart moves its start: the journal since the last one holds
+        # systemd's restart lines, not the error that ended the run before. Then the last lines show that error.
+        since = journal_since(started) if not unit_info.get("restarts") else None
         command = [journalctl, "--no-pager", "--unit", unit, "--output", "json", "--output-fields", "MESSAGE"]
         command += ["--lines", str(p["lines"])] + (["--since", since] if since else [])
         rc, out, err = module.run_command(command)

@@ -192,10 +192,22 @@ def test_a_failed_unit_fails_at_once_with_its_journal(host):
 
 
 def test_a_crash_loop_fails_at_once(host):
-    host.unit(ActiveState="activating", SubState="auto-restart", NRestarts="3", ExecMainCode="1", ExecMainStatus="1")
+    host.unit(
+        lines=JOURNAL + ("RuntimeError: Engine core initialization failed. See root cause above.",),
+        ActiveState="activating",
+        SubState="auto-restart",
+        NRestarts="3",
+        ExecMainCode="1",
+        ExecMainStatus="1",
+    )
     rc, output, seconds = host.run(*wait_tasks(host, {"name": "fixture", "host": "127.0.0.1", "port": closed_port()}))
     assert rc != 0 and seconds < 60, output
-    assert "systemd restarted it 3 times since it was started" in host.failure.read_text()
+    msg = host.failure.read_text()
+    assert "systemd restarted it 3 times since it was started" in msg
+    # The error that ended the run before the last restart, not only the restart's own lines.
+    assert "Its journal's last lines:" in msg and msg.endswith(
+        "Engine core initialization failed. See root cause above."
+    ), msg
 
 
 def test_the_instances_health_timeout_overrides_the_roles(host):

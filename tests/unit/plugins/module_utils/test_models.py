@@ -181,5 +181,5 @@ def test_pruning_keeps_the_newest_the_protected_and_removes_partials(tmp_path):
     assert gone == ["b" * 40, "c" * 40, ".%s.partial" % ("f" * 40)]
     models.remove(root, "o/n", gone)
     assert sorted(os.listdir(os.path.join(root, "o--n"))) == sorted(
-        [r for r in ("a" * 40, "d" * 40, "e" * 40)] + [r + ".json" for r in ("a" * 40, "d" * 40, "e" * 40)]
+        ["a" * 40, "d" * 40, "e" * 40] + [r + ".json" for r in ("a" * 40, "d" * 40, "e" * 40)]
     )

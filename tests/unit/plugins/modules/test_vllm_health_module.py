@@ -87,6 +87,15 @@ def test_a_loading_service_returns_its_state_and_journal_since_it_started(monkey
     assert journalctl[-4:] == ["--lines", "5", "--since", result["since"]]
 
 
+def test_a_crash_looping_unit_shows_its_last_lines_not_only_those_since_the_last_restart(monkeypatch, capsys):
+    # Each restart moves the unit's start; the error that ended the run before it is older than that.
+    host = Host(monkeypatch, show={"NRestarts": "3"}, journal=["RuntimeError: Engine core initialization failed"])
+    code, result = run_module({"unit": "vllm-llama.service", "timeout": 0, "lines": 5}, capsys)
+    assert code == 0 and result["since"] is None and result["unit"]["restarts"] == 3
+    assert host.commands[2][-2:] == ["--lines", "5"]
+    assert result["journal"][-1].endswith("Engine core initialization failed")
+
+
 def test_a_failed_unit_is_reported_without_waiting(monkeypatch, capsys):
     Host(monkeypatch, show={"ActiveState": "failed", "Result": "exit-code", "ExecMainCode": "1", "ExecMainStatus": "1"})
     code, result = run_module({"unit": "vllm-llama.service", "timeout": 600, "progress": 600}, capsys)
