@@ -1,6 +1,7 @@
 """The test harness, one package: the systemd-nspawn machines (nspawnctl) and qemu guests (vmctl) of the molecule
 scenarios, the fixture mirror (build_mirror), the hosts outside molecule that benchmarks/scale.py and
-scripts/demo_target.py boot (fixture_hosts), and ansible-playbook run from the controller (playbook_runner).
+scripts/demo_target.py boot (fixture_hosts), ansible-playbook run from the controller (playbook_runner), and the
+fixture Hub (fixture_hub) with its small model written with safetensors (fixture_model).
 
 Imported as tests.harness with the checkout's root on Python's path, as pytest puts it there (pytest.ini's
 pythonpath, for the unit tests and the molecule verifiers alike) and as `python -m` from the root does; its tools run as
