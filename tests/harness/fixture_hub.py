@@ -174,6 +174,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return None
         return repository
 
+    def lookup(self, repo, revision, head):
+        """(repository, commit) for a request, or None once the Hub's error is sent."""
+        repository = self.repository(repo, head)
+        if repository is None:
+            return None
+        commit = repository.commit(revision)
+        if commit is None:
+            self.error(404, "RevisionNotFound", "Invalid rev id: %s" % revision, head)
+            return None
+        return repository, commit
+
     def answer(self, head):
         url = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(url.path)
@@ -185,12 +196,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.error(404, "EntryNotFound", "Not found", head)
 
     def revision(self, head, query, repo, revision):
-        repository = self.repository(repo, head)
-        if repository is None:
+        found = self.lookup(repo, revision, head)
+        if found is None:
             return None
-        commit = repository.commit(revision)
-        if commit is None:
-            return self.error(404, "RevisionNotFound", "Invalid rev id: %s" % revision, head)
+        repository, commit = found
         siblings = []
         for entry in repository.files(commit).values():
             sibling = {"rfilename": entry["path"]}
@@ -220,12 +229,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         )
 
     def tree(self, head, query, repo, revision, prefix):
-        repository = self.repository(repo, head)
-        if repository is None:
+        found = self.lookup(repo, revision, head)
+        if found is None:
             return None
-        commit = repository.commit(revision)
-        if commit is None:
-            return self.error(404, "RevisionNotFound", "Invalid rev id: %s" % revision, head)
+        repository, commit = found
         entries = []
         recursive = query.get("recursive", "").lower() == "true"
         for entry in repository.files(commit).values():
@@ -245,12 +252,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.json(entries, head)
 
     def resolve(self, head, query, repo, revision, path):
-        repository = self.repository(repo, head)
-        if repository is None:
+        found = self.lookup(repo, revision, head)
+        if found is None:
             return None
-        commit = repository.commit(revision)
-        if commit is None:
-            return self.error(404, "RevisionNotFound", "Invalid rev id: %s" % revision, head)
+        repository, commit = found
         entry = repository.files(commit).get(path)
         if entry is None:
             return self.error(404, "EntryNotFound", "%s does not exist on %s" % (path, revision), head)

@@ -47,3 +47,20 @@ def pci_sysfs(fixture_path, tmp_path):
         return str(root)
 
     return make
+
+
+@pytest.fixture
+def fixture_hub_server(tmp_path, monkeypatch):
+    """The fixture Hub (tests/harness/fixture_hub.py) on a loopback port, with an empty repository root, and the
+    client's environment cleared of this machine's HF_* settings (no token of its user is read)."""
+    from tests.harness import fixture_hub
+
+    for name in list(os.environ):
+        if name.startswith("HF_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    root = tmp_path / "hub"
+    root.mkdir()
+    server = fixture_hub.FixtureHub(str(root)).start()
+    yield server
+    server.shutdown()

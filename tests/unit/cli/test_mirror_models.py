@@ -2,7 +2,6 @@
 pull from, recorded in the mirror's manifest, and checked by `mirror verify` (a missing or changed file named)."""
 
 import json
-import os
 
 import pytest
 
@@ -14,17 +13,10 @@ REPO = "acme/tiny-llama"
 
 
 @pytest.fixture
-def hub(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("HF_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    root = tmp_path / "hub"
-    root.mkdir()
-    server = fixture_hub.FixtureHub(str(root)).start()
-    server.commit = fixture_hub.add_commit(str(root), REPO, fixture_model.files(seed=6))
-    yield server
-    server.shutdown()
+def hub(fixture_hub_server):
+    server = fixture_hub_server
+    server.commit = fixture_hub.add_commit(server.root, REPO, fixture_model.files(seed=6))
+    return server
 
 
 def test_models_are_checked_when_the_configuration_is_read(tmp_path):

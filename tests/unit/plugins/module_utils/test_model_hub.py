@@ -15,17 +15,10 @@ TOKEN = "hf_fixture_token_8c1e"  # noqa: S105 - a test value, searched for in th
 
 
 @pytest.fixture
-def hub(tmp_path, monkeypatch):
-    root = tmp_path / "hub"
-    root.mkdir()
-    for name in list(os.environ):
-        if name.startswith("HF_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no token of this machine's user is read
-    server = fixture_hub.FixtureHub(str(root)).start()
-    server.commits = [fixture_hub.add_commit(str(root), REPO, fixture_model.files(seed=1))]
-    yield server
-    server.shutdown()
+def hub(fixture_hub_server):
+    server = fixture_hub_server
+    server.commits = [fixture_hub.add_commit(server.root, REPO, fixture_model.files(seed=1))]
+    return server
 
 
 def fetch(hub, store, revision, **kwargs):

@@ -25,18 +25,11 @@ def run(module, args, capsys):
 
 
 @pytest.fixture
-def hub(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("HF_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    root = tmp_path / "hub"
-    root.mkdir()
-    server = fixture_hub.FixtureHub(str(root)).start()
-    server.commit = fixture_hub.add_commit(str(root), REPO, fixture_model.files(seed=4))
-    fixture_hub.set_access(str(root), REPO, gated=True, tokens=[TOKEN])
-    yield server
-    server.shutdown()
+def hub(fixture_hub_server):
+    server = fixture_hub_server
+    server.commit = fixture_hub.add_commit(server.root, REPO, fixture_model.files(seed=4))
+    fixture_hub.set_access(server.root, REPO, gated=True, tokens=[TOKEN])
+    return server
 
 
 def test_fetch_then_pull_a_gated_model_and_no_output_holds_the_token(hub, tmp_path, capsys):
