@@ -125,22 +125,26 @@ def fetch(root, spec, endpoint=None, token=None, keep=2, protected=(), check_mod
             )
         except Exception as exc:  # the client's own errors, named by _hub_error; a rerun resumes
             raise models.ModelError(_hub_error(hub, exc, spec)) from None
-    bad = []
+    bad, checked = [], []
     for name, entry in expected.items():
-        problem = models.hub_problem(models.safe_join(staging, name), name, entry)
+        problem, checked_entry = models.hub_check(models.safe_join(staging, name), name, entry)
         if problem:
             bad.append(problem)
             os.unlink(models.safe_join(staging, name))
+        else:
+            checked.append(checked_entry)
     # The client's record of what it downloaded: not part of the model, and a rerun after a refusal starts clean.
     shutil.rmtree(os.path.join(staging, CLIENT_STATE), ignore_errors=True)
     if os.path.isdir(os.path.join(staging, ".cache")) and not os.listdir(os.path.join(staging, ".cache")):
         os.rmdir(os.path.join(staging, ".cache"))
+    models.remove_unlisted(staging, set(expected))
     if bad:
         raise models.ModelError(
             "%s@%s: refused, the downloaded files differ from what the Hub publishes for them (removed, a rerun "
             "downloads them again): %s" % (spec["repo"], commit, "; ".join(bad))
         )
-    data = models.manifest(spec["repo"], commit, staging)
+    # The manifest from the digests the checks computed: a 140 GB model is read once, not twice.
+    data = models.manifest_of(spec["repo"], commit, checked)
     models.publish(root, spec["repo"], commit, staging, data)
     pruned = models.prunable(root, spec["repo"], keep, set(protected) | {commit})
     models.remove(root, spec["repo"], pruned)

@@ -96,12 +96,8 @@ def pull(base, root, repo, revision, keep=2, protected=(), check_mode=False, ope
         raise models.ModelError(problem)
     if check_mode:
         return {"changed": True, "path": path, "size": data["size"], "downloaded": 0, "pruned": []}
-    listed = set(entry["path"] for entry in data["files"])
-    for directory, _dirnames, filenames in os.walk(staging):
-        for filename in filenames:  # left by a cut pull of another manifest: not part of this one
-            full = os.path.join(directory, filename)
-            if os.path.relpath(full, staging).replace(os.sep, "/") not in listed:
-                os.unlink(full)
+    if os.path.isdir(staging):  # a cut pull of another manifest may have left files this one does not name
+        models.remove_unlisted(staging, set(entry["path"] for entry in data["files"]))
     downloaded = 0
     bad = []
     for entry in data["files"]:

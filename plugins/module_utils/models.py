@@ -27,6 +27,8 @@ import re
 import shutil
 import tempfile
 
+from ansible_collections.instinct.stack.plugins.module_utils.stack_lock import sha256 as sha256_file
+
 FORMAT = 1
 # The Hub's repository names (huggingface_hub's validate_repo_id): letters, digits, "-", "_", "."; no "--" or "..",
 # which also keeps ORG--NAME, the directory name, unambiguous.
@@ -142,47 +144,28 @@ def file_digests(path):
     return size, sha256.hexdigest(), git.hexdigest()
 
 
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def hub_problem(path, name, expected):
-    """None when the file is what the Hub published ({size, sha256} for LFS, else {size, git_sha1}), else why not."""
+def hub_check(path, name, expected):
+    """(None, the file's manifest entry) when the file is what the Hub published ({size, sha256} for LFS, else
+    {size, git_sha1}), else (why not, None): the file is read once for both."""
     if not os.path.isfile(path):
-        return "%s: missing" % name
+        return "%s: missing" % name, None
     size, sha256, git = file_digests(path)
     if expected.get("size") is not None and size != expected["size"]:
-        return "%s: %d bytes, the Hub lists %d" % (name, size, expected["size"])
+        return "%s: %d bytes, the Hub lists %d" % (name, size, expected["size"]), None
     if expected.get("sha256"):
         if sha256 != expected["sha256"]:
-            return "%s: sha256 %s, the Hub publishes %s" % (name, sha256, expected["sha256"])
+            return "%s: sha256 %s, the Hub publishes %s" % (name, sha256, expected["sha256"]), None
     elif expected.get("git_sha1"):
         if git != expected["git_sha1"]:
-            return "%s: git blob sha1 %s, the Hub publishes %s" % (name, git, expected["git_sha1"])
+            return "%s: git blob sha1 %s, the Hub publishes %s" % (name, git, expected["git_sha1"]), None
     else:
-        return "%s: the Hub publishes no hash for it, so it cannot be checked" % name
-    return None
+        return "%s: the Hub publishes no hash for it, so it cannot be checked" % name, None
+    return None, {"path": name, "size": size, "sha256": sha256}
 
 
-def manifest(repo, revision, root):
-    """The manifest of a verified directory: every file under root with its size and sha256."""
-    files = []
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for filename in sorted(filenames):
-            full = os.path.join(directory, filename)
-            files.append(
-                {
-                    "path": os.path.relpath(full, root).replace(os.sep, "/"),
-                    "size": os.path.getsize(full),
-                    "sha256": sha256_file(full),
-                }
-            )
-    files.sort(key=lambda entry: entry["path"])
+def manifest_of(repo, revision, files):
+    """The manifest of a revision from its files' entries ({path, size, sha256})."""
+    files = sorted(files, key=lambda entry: entry["path"])
     return {
         "format": FORMAT,
         "repo": repo,
@@ -190,6 +173,34 @@ def manifest(repo, revision, root):
         "size": sum(entry["size"] for entry in files),
         "files": files,
     }
+
+
+def files_under(root):
+    """The paths of the files under root, relative and with "/", sorted."""
+    found = []
+    for directory, _dirnames, filenames in os.walk(root):
+        for filename in filenames:
+            found.append(os.path.relpath(os.path.join(directory, filename), root).replace(os.sep, "/"))
+    return sorted(found)
+
+
+def manifest(repo, revision, root):
+    """The manifest of a verified directory: every file under root with its size and sha256."""
+    return manifest_of(
+        repo,
+        revision,
+        [
+            {"path": path, "size": os.path.getsize(safe_join(root, path)), "sha256": sha256_file(safe_join(root, path))}
+            for path in files_under(root)
+        ],
+    )
+
+
+def remove_unlisted(root, listed):
+    """Remove the files under root that listed does not name: a cut run's leftovers of another selection."""
+    for path in files_under(root):
+        if path not in listed:
+            os.unlink(safe_join(root, path))
 
 
 def check_manifest(data, repo=None, revision=None):
@@ -228,11 +239,9 @@ def manifest_problems(root, data, full=True):
             )
         elif full and sha256_file(path) != entry["sha256"]:
             problems.append("%s: sha256 differs from the manifest's %s" % (entry["path"], entry["sha256"]))
-    for directory, _dirnames, filenames in os.walk(root):
-        for filename in filenames:
-            relative = os.path.relpath(os.path.join(directory, filename), root).replace(os.sep, "/")
-            if relative not in listed:
-                problems.append("%s: not in the manifest" % relative)
+    for relative in files_under(root):
+        if relative not in listed:
+            problems.append("%s: not in the manifest" % relative)
     return sorted(problems)
 
 

@@ -155,7 +155,6 @@ def model_problems(dest: Path, manifest: Mapping[str, Any]) -> list[str]:
     problems = []
     for repo, entry in sorted((manifest.get("models") or {}).items()):
         root = str(dest / "models")
-        data = None
         path = models.manifest_path(root, repo, entry["commit"])
         try:
             data = models.check_manifest(models.read_json(path), repo, entry["commit"])

@@ -114,19 +114,21 @@ def test_a_revision_without_its_manifest_is_not_published(tmp_path):
 def test_the_hub_hashes_are_checked_sha256_for_lfs_and_the_git_blob_sha1_otherwise(tmp_path):
     path = tmp_path / "config.json"
     path.write_bytes(b"hello\n")
-    # git hash-object of "hello\n"
-    assert (
-        models.hub_problem(
-            str(path), "config.json", {"size": 6, "git_sha1": "ce013625030ba8dba906f756967f9e9ca394464a"}
-        )
-        is None
-    )
-    assert "git blob sha1" in models.hub_problem(str(path), "config.json", {"size": 6, "git_sha1": "0" * 40})
     sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
-    assert models.hub_problem(str(path), "config.json", {"size": 6, "sha256": sha}) is None
-    assert "the Hub publishes" in models.hub_problem(str(path), "config.json", {"size": 6, "sha256": "0" * 64})
-    assert "6 bytes, the Hub lists 7" in models.hub_problem(str(path), "config.json", {"size": 7, "sha256": sha})
-    assert "cannot be checked" in models.hub_problem(str(path), "config.json", {"size": 6})
+    entry = {"path": "config.json", "size": 6, "sha256": sha}
+
+    def check(expected):
+        return models.hub_check(str(path), "config.json", expected)
+
+    # git hash-object of "hello\n"
+    assert check({"size": 6, "git_sha1": "ce013625030ba8dba906f756967f9e9ca394464a"}) == (None, entry)
+    assert "git blob sha1" in check({"size": 6, "git_sha1": "0" * 40})[0]
+    assert check({"size": 6, "sha256": sha}) == (None, entry)
+    assert "the Hub publishes" in check({"size": 6, "sha256": "0" * 64})[0]
+    assert "6 bytes, the Hub lists 7" in check({"size": 7, "sha256": sha})[0]
+    assert "cannot be checked" in check({"size": 6})[0]
+    assert check({"size": 6, "sha256": "0" * 64})[1] is None
+    assert models.hub_check(str(tmp_path / "absent"), "absent", {"size": 1}) == ("absent: missing", None)
 
 
 @pytest.mark.parametrize(
