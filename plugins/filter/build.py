@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
+from ansible_collections.instinct.stack.plugins.module_utils import models
 from ansible_collections.instinct.stack.plugins.module_utils.build_downloads import (
     TRITON_LLVM_SYSTEM_SUFFIX,
     BuildDownloadError,
@@ -26,7 +27,11 @@ from ansible_collections.instinct.stack.plugins.module_utils.mirror_layout impor
     mirror_file_url,
     mirror_url,
 )
-from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import InvalidInstance, validate_instances
+from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import (
+    InvalidInstance,
+    hub_models,
+    validate_instances,
+)
 
 
 def _max_jobs(cpu_count, mem_total_mb, mem_per_job_mb=4096, reserve_mb=2048, limit=0):
@@ -43,9 +48,23 @@ def _rocm_arch(archs, allow_radeon=False):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
+def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None):
     try:
-        return validate_instances(instances, int(gpu_count), hip_devices, gpu_archs)
+        return validate_instances(instances, int(gpu_count), hip_devices, gpu_archs, model_root)
+    except InvalidInstance as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _mirror_commits(specs, manifest):
+    try:
+        return models.mirror_commits(specs, (manifest or {}).get("models"))
+    except models.ModelError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def _hub_models(instances):
+    try:
+        return hub_models(instances)
     except InvalidInstance as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -99,6 +118,8 @@ class FilterModule(object):
             "build_key": build_key,
             "rocm_arch": _rocm_arch,
             "vllm_instances": _vllm_instances,
+            "hub_models": _hub_models,
+            "mirror_commits": _mirror_commits,
             "mirror_url": mirror_url,
             "git_mirror_rewrites": git_mirror_rewrites,
             "git_config_env": git_config_env,

@@ -43,7 +43,7 @@ FORMAT = 1
 DEFAULT_PATH = "/var/lib/instinct-stack/converged.json"
 CHECK_VARIABLE = "instinct_converged_check"
 # The role inputs: every variable with one of these prefixes (vllm_ covers vllm_service_).
-PREFIXES = ("rocm_", "toolchain_", "ldconfig_", "build_", "pytorch_", "triton_", "vllm_", "instinct_")
+PREFIXES = ("rocm_", "toolchain_", "ldconfig_", "build_", "pytorch_", "triton_", "vllm_", "models_", "instinct_")
 # The run's own controls and results, which change from run to run without changing what a host should be: the
 # rollout lock's path, break switch and registered result; the fast path's own switch, record path and results.
 RUN_CONTROLS = ("instinct_rollout_lock", "instinct_converged")
@@ -222,9 +222,9 @@ def watch_list(variables, declarations=None, defaults=None):
     of what it manages (roles/ROLE/meta/managed.yml): the roles' lists merged.
 
     Returns files (paths and globs, each file's sha256 is kept; a literal path that is absent is kept as null, a
-    glob keeps what it matches; a declared package adds its dpkg file lists), links (paths whose resolved target is
-    kept), units (systemctl patterns whose active units are kept) and stack_root (its current link's target). A
-    variable the inventory sets counts with its value; otherwise the role's default does.
+    glob keeps what it matches; a declared package adds its dpkg file lists), links (paths and globs whose resolved
+    targets are kept), units (systemctl patterns whose active units are kept) and stack_root (its current link's
+    target). A variable the inventory sets counts with its value; otherwise the role's default does.
     """
     if declarations is None:
         declarations, defaults = load_declarations()
@@ -416,7 +416,11 @@ def observe(watch, list_units):
                 files[path] = file_digest(path)
         else:
             files[pattern] = file_digest(pattern)
-    links = {path: link_target(path) for path in watch.get("links") or []}
+    links = {}
+    for pattern in watch.get("links") or []:
+        # A glob (an instance's model link, one per instance) keeps the links it matches.
+        for path in sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]:
+            links[path] = link_target(path)
     stack_root = watch.get("stack_root") or DEFAULT_STACK_ROOT
     current_link = os.path.join(stack_root, "current")
     current = link_target(current_link) if os.path.lexists(current_link) else None

@@ -70,10 +70,14 @@ def _download(url, path, size, opener):
     return written
 
 
-def pull(base, root, repo, revision, keep=2, protected=(), check_mode=False, opener=open_url, what="this host"):
+def pull(
+    base, root, repo, revision, keep=2, protected=(), check_mode=False, opener=open_url, what="this host", served=None
+):
     """Bring root/ORG--NAME/REVISION to the store's revision; a result dict (changed, path, size, downloaded,
-    pruned). ModelError says what is wrong: not in the store, too little space, a file that does not match."""
+    pruned). ModelError says what is wrong: not in the store, too little space, a file that does not match.
+    Revisions that a link in served resolves to are protected like those in protected."""
     path = models.revision_dir(root, repo, revision)
+    protected = set(protected) | models.served_revisions(root, repo, served)
     held = models.published(root, repo, revision)
     if held is not None:
         pruned = models.prunable(root, repo, keep, set(protected) | {revision})

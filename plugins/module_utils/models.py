@@ -339,6 +339,43 @@ def prunable(root, repo, keep, protected=()):
     return sorted(revision for _time, revision in revisions if revision not in kept) + sorted(partials)
 
 
+def mirror_commits(specs, mirrored):
+    """{REPO@REVISION: commit} for each model spec: the revision itself when it is a commit, else the commit the
+    mirror resolved it to (its manifest's models: {repo: {revision, commit}}), else a ModelError naming what to do."""
+    commits = {}
+    for spec in specs:
+        repo, revision = spec["repo"], spec["revision"]
+        entry = (mirrored or {}).get(repo) or {}
+        if is_commit(revision):
+            commits["%s@%s" % (repo, revision)] = revision
+        elif entry.get("revision") == revision and is_commit(entry.get("commit")):
+            commits["%s@%s" % (repo, revision)] = entry["commit"]
+        else:
+            raise ModelError(
+                "the mirror holds no %s at %s (%s): add it to the mirror's models and rebuild it, or pin the commit"
+                % (
+                    repo,
+                    revision,
+                    "it holds %s, commit %s" % (entry.get("revision"), entry.get("commit")) if entry else "no revision",
+                )
+            )
+    return commits
+
+
+def served_revisions(root, repo, links):
+    """The revisions of repo that links (a directory of links, each naming a revision directory) resolve to: the
+    ones services use and used before, which no prune removes."""
+    if not links or not os.path.isdir(links):
+        return set()
+    directory = os.path.realpath(os.path.join(root, dir_name(repo)))
+    served = set()
+    for name in os.listdir(links):
+        target = os.path.realpath(os.path.join(links, name))
+        if os.path.dirname(target) == directory and is_commit(os.path.basename(target)):
+            served.add(os.path.basename(target))
+    return served
+
+
 def remove(root, repo, names):
     """Remove revisions (their manifest first, so a half-removed one is never taken as published) and partials."""
     directory = os.path.join(root, dir_name(repo))

@@ -15,9 +15,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import os
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.instinct.stack.plugins.module_utils import models
 
 # vLLM's ROCm platform (vllm/platforms/rocm.py, RocmPlatform.supported_quantization at v0.11): the methods it
 # accepts, and the ones that need more than a ROCm GPU. bitsandbytes is added only off gfx9 ("warp size 64
@@ -116,10 +119,44 @@ def _int(instance, key, minimum=None, maximum=None):
     return value
 
 
-def validate_instance(instance, gpu_count, gpu_archs=None):
+def served_link(model_root, name):
+    """The link an instance serves its Hub model through: model_root/served/NAME, pointing at the revision."""
+    return os.path.join(model_root, "served", name)
+
+
+def _model(merged, model_root):
+    """The instance's model: a path or cached name as given, or a Hub repository at a revision ({repo, revision,
+    files, ignore}), which the instance serves offline through its link to the revision the models role pulled."""
+    name, model = merged["name"], merged.get("model")
+    if isinstance(model, dict):
+        try:
+            spec = models.check_spec(model)
+        except models.ModelError as exc:
+            raise InvalidInstance("vLLM instance %r: %s" % (name, exc)) from None
+        if not model_root:
+            raise InvalidInstance(
+                "vLLM instance %r: a Hub model needs the models directory (instinct_model_root)" % name
+            )
+        merged["model"] = spec
+        merged["model_key"] = "%s@%s" % (spec["repo"], spec["revision"])
+        merged["model_path"] = served_link(model_root, name)
+        if not merged["served_model_name"]:
+            merged["served_model_name"] = spec["repo"]  # what clients ask for, not the link's path
+        return
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInstance(
+            "vLLM instance %r: model must be a model directory, a cached model name, or a Hub repository at a "
+            "revision ({repo: ORG/NAME, revision: COMMIT}), got %r" % (name, model)
+        )
+    merged["model_key"] = None
+    merged["model_path"] = model
+
+
+def validate_instance(instance, gpu_count, gpu_archs=None, model_root=None):
     """Return the instance with defaults filled in and every value checked; raise InvalidInstance otherwise.
 
-    gpu_archs holds the gfx target of each of the host's compute GPUs, for the checks that depend on the arch.
+    gpu_archs holds the gfx target of each of the host's compute GPUs, for the checks that depend on the arch;
+    model_root is where a Hub model's revisions and the instances' links to them are (instinct_model_root).
     """
     if not isinstance(instance, dict):
         raise InvalidInstance("a vLLM instance must be a mapping, got %r" % (instance,))
@@ -130,6 +167,7 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
         raise InvalidInstance(
             "vLLM instance name %r must be lower-case letters, digits and dashes (at most 40)" % (name,)
         )
+    _model(merged, model_root)
     merged["port"] = _int(merged, "port", 1, 65535)
     merged["block_size"] = _int(merged, "block_size") if merged["block_size"] not in (None, "") else None
     try:
@@ -203,7 +241,7 @@ def validate_instance(instance, gpu_count, gpu_archs=None):
 def serve_args(instance):
     """`vllm serve` arguments for a validated instance. The API key is never among them."""
     args = [
-        str(instance["model"]),
+        str(instance["model_path"]),
         "--host",
         instance["host"],
         "--port",
@@ -242,9 +280,9 @@ def hip_visible_devices(gpus, hip_devices=None):
     return ""
 
 
-def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
+def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None):
     """Validate every instance (names and ports unique on a host); the result holds no API key."""
-    validated = [validate_instance(instance, gpu_count, gpu_archs) for instance in instances]
+    validated = [validate_instance(instance, gpu_count, gpu_archs, model_root) for instance in instances]
     for field in ("name", "port"):
         values = [instance[field] for instance in validated]
         duplicates = sorted(set(value for value in values if values.count(value) > 1))
@@ -256,3 +294,25 @@ def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None):
         # The result is shown in task output; the key stays in the caller's (vaulted) variables only.
         instance["has_api_key"] = bool(str(instance.pop("api_key") or "").strip())
     return validated
+
+
+def hub_models(instances):
+    """The Hub models the instances serve, each once ({repo, revision, files, ignore, key}, key REPO@REVISION), in
+    the instances' order; a repository at one revision asked with two file selections is refused."""
+    found = {}
+    for instance in instances or []:
+        model = instance.get("model") if isinstance(instance, dict) else None
+        if not isinstance(model, dict):
+            continue
+        try:
+            spec = models.check_spec(model)
+        except models.ModelError as exc:
+            raise InvalidInstance("vLLM instance %r: %s" % (instance.get("name"), exc)) from None
+        spec["key"] = "%s@%s" % (spec["repo"], spec["revision"])
+        other = found.setdefault(spec["key"], spec)
+        if (other["files"], other["ignore"]) != (spec["files"], spec["ignore"]):
+            raise InvalidInstance(
+                "vLLM instance %r: %s is asked with other files or ignore than another instance's; one revision is "
+                "pulled once, with one selection: give both instances the same" % (instance.get("name"), spec["key"])
+            )
+    return list(found.values())

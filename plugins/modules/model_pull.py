@@ -49,6 +49,11 @@ options:
     type: list
     elements: str
     default: []
+  served:
+    description:
+      - A directory of links to revision directories (the vLLM instances' model links); every revision of O(repo)
+        a link there resolves to is protected like those in O(protected).
+    type: path
 attributes:
   check_mode:
     description: Reads the manifest and checks the space; downloads nothing.
@@ -101,6 +106,7 @@ def main():
             "root": {"type": "path", "required": True},
             "keep": {"type": "int", "default": 2},
             "protected": {"type": "list", "elements": "str", "default": []},
+            "served": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -115,6 +121,7 @@ def main():
             keep=params["keep"],
             protected=params["protected"],
             check_mode=module.check_mode,
+            served=params["served"],
         )
     except models.ModelError as exc:
         module.fail_json(msg=str(exc))

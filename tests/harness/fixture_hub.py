@@ -301,14 +301,39 @@ class FixtureHub(http.server.ThreadingHTTPServer):
         return self
 
 
+# The scenarios' and scripts/run.sh's model: a small Llama-shaped repository. main is a model vLLM serves; the branch
+# no-architectures holds a config.json without architectures, a revision vLLM refuses at start ("No model
+# architectures are specified"), for the rollback of a model change.
+FIXTURE_REPO = "instinct-fixtures/tiny-llama"
+
+
+def make_fixture_repositories(root):
+    """Write FIXTURE_REPO's commits under root (the same commit ids every time: they hash the contents);
+    {branch: commit}."""
+    from tests.harness import fixture_model  # numpy and safetensors: only where a repository is written
+
+    files = fixture_model.files()
+    commits = {"main": add_commit(root, FIXTURE_REPO, files)}
+    settings = json.loads(files["config.json"])
+    del settings["architectures"]
+    broken = dict(files, **{"config.json": json.dumps(settings, indent=2).encode()})
+    commits["no-architectures"] = add_commit(root, FIXTURE_REPO, broken, branch="no-architectures")
+    return commits
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    make = commands.add_parser("make", help="write the fixture repository under ROOT and print its branches' commits")
+    make.add_argument("root")
     serve = commands.add_parser("serve", help="answer the Hub's requests for the repositories under ROOT")
     serve.add_argument("root")
     serve.add_argument("--bind", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8090)
     args = parser.parse_args(argv)
+    if args.command == "make":
+        print(json.dumps({"repo": FIXTURE_REPO, "commits": make_fixture_repositories(args.root)}))
+        return
     FixtureHub(args.root, (args.bind, args.port)).serve_forever()
 
 

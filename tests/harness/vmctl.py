@@ -272,8 +272,14 @@ def serve(args):
     kill(pidfile)
     port = args.port or free_port()
     log = open(os.path.join(args.workdir, "%s.log" % args.name), "ab")  # noqa: SIM115 - handed to the server process
+    # --hub: the fixture Hub (tests/harness/fixture_hub.py) for the repositories under the directory.
+    command = (
+        [sys.executable, "-m", "tests.harness.fixture_hub", "serve", args.directory, "--bind", args.bind, "--port"]
+        if args.hub
+        else [sys.executable, "-m", "http.server", "--bind", args.bind, "--directory", args.directory]
+    )
     server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "http.server", "--bind", args.bind, "--directory", args.directory, str(port)],
+        [*command, str(port)],
         stdout=log,
         stderr=log,
         start_new_session=True,
@@ -337,6 +343,7 @@ def main(argv=None):
     serve_parser.add_argument("--name", default="mirror", help="name of the server (its pid and log files)")
     serve_parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback)")
     serve_parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    serve_parser.add_argument("--hub", action="store_true", help="serve it as the fixture Hub's repositories")
     serve_parser.set_defaults(handler=serve)
     unserve_parser = commands.add_parser("unserve")
     unserve_parser.add_argument("--workdir", required=True)

@@ -20,6 +20,15 @@ KEY = "sudo sed -n 's/^VLLM_API_KEY=//p' %s" % ENV_FILE
 SEARCHED = ("/etc", "/var", "/opt", "/srv", "/home", "/root", "/tmp", "/run", "/usr/local", "/dev/shm")  # noqa: S108
 
 
+def served(host):
+    """What the scenario's instance serves: (the name /v1/models lists, the model `vllm serve` is given). A Hub model
+    is served as its repository's name through the instance's link to the revision (instinct_model_root/served)."""
+    model = host.ansible.get_variables()["vllm_service_instances"][0]["model"]
+    if isinstance(model, dict):
+        return model["repo"], "/var/lib/instinct-stack/models/served/fixture"
+    return model, model
+
+
 def bash(host, script):
     return host.run("bash -c %s", script)
 
@@ -48,7 +57,7 @@ def test_the_key_opens_the_api_and_nothing_else_does(host):
     header = "<(%s | sed 's/^/Authorization: Bearer /')" % KEY
     answer = bash(host, "curl -s -w ' %%{http_code}' -H @%s %s" % (header, MODELS))
     assert answer.rc == 0 and answer.stdout.endswith(" 200"), answer.stdout
-    assert '"id": "fixture-model"' in answer.stdout
+    assert '"id": "%s"' % served(host)[0] in answer.stdout
 
 
 def test_the_key_is_in_no_other_file(host):
@@ -72,7 +81,7 @@ def test_no_command_line_holds_the_key(host):
     # Every process's command line, read as root; the service's own among them.
     with host.sudo():
         cmdlines = host.check_output("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null")
-    assert " serve fixture-model " in cmdlines
+    assert " serve %s " % served(host)[1] in cmdlines
     assert SECRET not in cmdlines
 
 

@@ -28,7 +28,7 @@ PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 PLAYS = {
     "prepare": ["rocm", "toolchain", "ldconfig"],
-    "build": ["build", "pytorch", "triton", "vllm"],
+    "build": ["build", "pytorch", "triton", "vllm", "models"],
     "serve": ["vllm_service"],
 }
 ROLES = [role for roles in PLAYS.values() for role in roles]
@@ -43,6 +43,7 @@ SELECTS = {
     "pytorch": ["build", "pytorch"],
     "triton": ["build", "pytorch", "triton"],
     "vllm": ["build", "pytorch", "triton", "vllm"],
+    "models": ["models"],
     "vllm_service": ["vllm_service"],
     **PLAYS,
 }

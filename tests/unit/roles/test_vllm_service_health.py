@@ -235,6 +235,8 @@ def validate(host, tmp_path, instances, **settings):
         vllm_service_health_timeout=2700,
         vllm_service_health_progress=60,
         vllm_service_health_restarts=2,
+        vllm_service_model_root=str(tmp_path / "models"),
+        vllm_service_model_directories=None,
     )
     variables.update(settings)
     return host.run(variables, [{"name": "Validate", "ansible.builtin.include_tasks": str(TASKS / "validate.yml")}])

@@ -117,3 +117,27 @@ def test_a_host_short_of_space_is_refused_before_it_downloads(store, tmp_path, m
 def test_check_mode_downloads_nothing(store, tmp_path):
     result = model_pull.pull(store.url, str(tmp_path / "host"), REPO, store.commit, check_mode=True)
     assert result["changed"] and not (tmp_path / "host").exists()
+
+
+def publish_revision(root, commit, data):
+    staging = root / ("staging-" + commit)
+    staging.mkdir(parents=True)
+    (root / "acme--tiny-llama").mkdir(exist_ok=True)
+    (staging / "config.json").write_bytes(data)
+    models.publish(str(root), REPO, commit, str(staging), models.manifest(REPO, commit, str(staging)))
+    return root / "acme--tiny-llama" / commit
+
+
+def test_a_revision_a_served_link_names_is_never_pruned(store, tmp_path):
+    host = tmp_path / "host"
+    served = host / "served"
+    served.mkdir(parents=True)
+    old = publish_revision(host, "a" * 40, b"{}")
+    newer = publish_revision(host, "b" * 40, b"{}")
+    os.symlink(str(old), str(served / "llama"))  # what the instance serves now
+    os.symlink(str(newer), str(served / "llama.previous"))
+    result = model_pull.pull(store.url, str(host), REPO, store.commit, keep=0, served=str(served))
+    assert result["pruned"] == [] and old.is_dir() and newer.is_dir()
+    os.unlink(str(served / "llama.previous"))
+    again = model_pull.pull(store.url, str(host), REPO, store.commit, keep=0, served=str(served))
+    assert again["pruned"] == ["b" * 40] and not newer.exists() and old.is_dir()

@@ -185,3 +185,33 @@ def test_pruning_keeps_the_newest_the_protected_and_removes_partials(tmp_path):
     assert sorted(os.listdir(os.path.join(root, "o--n"))) == sorted(
         ["a" * 40, "d" * 40, "e" * 40] + [r + ".json" for r in ("a" * 40, "d" * 40, "e" * 40)]
     )
+
+
+def test_the_mirror_resolves_a_branch_to_the_commit_it_recorded():
+    specs = [{"repo": "acme/a", "revision": "main"}, {"repo": "acme/b", "revision": "d" * 40}]
+    mirrored = {"acme/a": {"revision": "main", "commit": "e" * 40}}
+    assert models.mirror_commits(specs, mirrored) == {"acme/a@main": "e" * 40, "acme/b@" + "d" * 40: "d" * 40}
+
+
+@pytest.mark.parametrize(
+    ("mirrored", "named"),
+    [({}, "no revision"), ({"acme/a": {"revision": "v2", "commit": "f" * 40}}, "it holds v2, commit " + "f" * 40)],
+)
+def test_a_branch_the_mirror_did_not_resolve_is_refused(mirrored, named):
+    with pytest.raises(models.ModelError) as refused:
+        models.mirror_commits([{"repo": "acme/a", "revision": "main"}], mirrored)
+    assert "the mirror holds no acme/a at main (%s)" % named in str(refused.value)
+    assert "pin the commit" in str(refused.value)
+
+
+def test_served_revisions_are_the_ones_the_links_resolve_to_under_the_repository(tmp_path):
+    repo_dir = tmp_path / "acme--a"
+    (repo_dir / ("1" * 40)).mkdir(parents=True)
+    (tmp_path / "acme--b" / ("2" * 40)).mkdir(parents=True)
+    links = tmp_path / "served"
+    links.mkdir()
+    os.symlink(str(repo_dir / ("1" * 40)), str(links / "one"))
+    os.symlink(str(tmp_path / "acme--b" / ("2" * 40)), str(links / "other-repo"))
+    os.symlink(str(tmp_path / "gone"), str(links / "dangling"))
+    assert models.served_revisions(str(tmp_path), "acme/a", str(links)) == {"1" * 40}
+    assert models.served_revisions(str(tmp_path), "acme/a", str(tmp_path / "none")) == set()

@@ -2,6 +2,7 @@ import pytest
 
 from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import (
     InvalidInstance,
+    hub_models,
     validate_instance,
     validate_instances,
 )
@@ -201,3 +202,50 @@ def test_ipv4_mapped_loopback_is_loopback():
     from ansible_collections.instinct.stack.plugins.module_utils.vllm_options import is_loopback
 
     assert is_loopback("::ffff:127.0.0.1") and not is_loopback("::ffff:10.0.0.1")
+
+
+HUB = {"repo": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"}
+
+
+def test_a_hub_model_is_served_through_its_link_under_the_repositorys_name():
+    (llama,) = validate_instances([instance(model=dict(HUB))], 8, model_root="/var/lib/instinct-stack/models")
+    assert llama["model_key"] == "meta-llama/Llama-3.1-8B-Instruct@" + HUB["revision"]
+    assert llama["model_path"] == "/var/lib/instinct-stack/models/served/llama"
+    assert llama["serve_args"][0] == "/var/lib/instinct-stack/models/served/llama"
+    assert llama["serve_args"][-2:] == ["--served-model-name", "meta-llama/Llama-3.1-8B-Instruct"]
+    # The defaults of the file selection are filled in: no duplicate .bin or .pth weights.
+    assert "*.safetensors" in llama["model"]["files"] and not any(".bin" in p for p in llama["model"]["files"])
+    (named,) = validate_instances([instance(model=dict(HUB), served_model_name="llama")], 8, model_root="/m")
+    assert named["serve_args"][-2:] == ["--served-model-name", "llama"]
+
+
+def test_a_path_model_is_served_as_given():
+    (llama,) = validate_instances([instance()], 8, model_root="/m")
+    assert llama["model_key"] is None and llama["serve_args"][0] == "/srv/models/llama"
+    assert "--served-model-name" not in llama["serve_args"]
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ({"repo": "meta-llama/Llama-3.1-8B-Instruct"}, "has no revision"),
+        ({"repo": "not a repo", "revision": "main"}, "not a repo"),
+        (dict(HUB, files="*.safetensors"), "files must be a list"),
+        (dict(HUB, branch="main"), "unknown model option(s) branch"),
+        ("", "model must be a model directory"),
+        (None, "model must be a model directory"),
+    ],
+)
+def test_a_bad_model_is_refused_naming_the_instance(model, message):
+    with pytest.raises(InvalidInstance) as refused:
+        validate_instances([instance(model=model)], 8, model_root="/m")
+    assert str(refused.value).startswith("vLLM instance 'llama': ") and message in str(refused.value)
+
+
+def test_hub_models_lists_each_revision_once_and_refuses_two_selections():
+    other = instance(name="other", port=8001, model=dict(HUB))
+    found = hub_models([instance(model=dict(HUB)), other, instance(name="path", port=8002)])
+    assert [spec["key"] for spec in found] == ["meta-llama/Llama-3.1-8B-Instruct@" + HUB["revision"]]
+    with pytest.raises(InvalidInstance) as refused:
+        hub_models([instance(model=dict(HUB)), dict(other, model=dict(HUB, files=["*.json"]))])
+    assert "vLLM instance 'other'" in str(refused.value) and "with one selection" in str(refused.value)

@@ -79,6 +79,13 @@ ARCHITECTURES = (
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
 
 
+def loaded_from(model):
+    """The model directory a link names too (instinct.stack serves a Hub model through a link to its revision), so
+    the answer says which revision would have been loaded."""
+    real = os.path.realpath(model)
+    return model if real == model or not os.path.isdir(model) else "%s (%s)" % (model, real)
+
+
 def check_model(model):
     """What vLLM checks of MODEL before it serves it, with its messages: SystemExit(message) on a fault, else a
     summary of a local directory (None for a Hub name, which vLLM would download)."""
@@ -290,7 +297,7 @@ def main(argv=None):
             except ValueError:
                 body = None
             chat = self.path == "/v1/chat/completions"
-            status, answer, text = completion(model, args.model, body, chat)
+            status, answer, text = completion(model, loaded_from(args.model), body, chat)
             if status != 200 or not body.get("stream"):
                 self._send(status, answer)
                 return
