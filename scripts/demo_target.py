@@ -46,8 +46,12 @@ BRIDGE_ADDRESS = "10.236.0.1"
 HOST_INTERFACE = "10.236.0.11/24"
 MACHINE = "instinct-demo"
 RUN = "demo"  # the Ansible state directories' name under the work directory
-SERVICE = {"name": "demo", "model": "fixture-model", "port": 8000}
-PROMPT = "Hello from scripts/run.sh: which stack is serving this request?"
+# The model: the fixture Hub's repository (tests/harness/fixture_hub.py, served on the bridge like the mirror) at its
+# main branch, which the rollout resolves to a commit, fetches, verifies and pulls; the service is asked for it by the
+# repository's name.
+MODEL_REPO = "instinct-fixtures/tiny-llama"
+SERVICE = {"name": "demo", "model": {"repo": MODEL_REPO, "revision": "main"}, "port": 8000}
+PROMPT = "Hello from scripts/run.sh: which stack and which model revision are serving this request?"
 # What the first run builds, and how long it took on this project's 2-core machine (BENCHMARKS.md).
 IMAGE_BUILD = (
     "the guest image %s, once: debootstrap of a minimal Debian 12: systemd, sshd, sudo, python3 "
@@ -109,15 +113,16 @@ class Phases:
         return "\n".join(lines)
 
 
-def write_inventory(directory, host, identity, mirror_url, api_key):
-    """The inventory directory the rollout reads: hosts.json with the host and the fixture mirror's variables,
-    and group_vars/all/vllm_service.json, mode 0600, the only file that holds the API key. Returns the directory."""
+def write_inventory(directory, host, identity, mirror_url, api_key, hub_url):
+    """The inventory directory the rollout reads: hosts.json with the host, the fixture mirror's variables and the
+    fixture Hub's address, and group_vars/all/vllm_service.json, mode 0600, the only file that holds the API key.
+    Returns the directory."""
     from tests.harness import fixture_hosts
 
     shutil.rmtree(directory, ignore_errors=True)
     secret_dir = os.path.join(directory, "group_vars", "all")
     os.makedirs(secret_dir, mode=0o700)
-    variables = fixture_hosts.fixture_vars(identity, mirror_url)
+    variables = dict(fixture_hosts.fixture_vars(identity, mirror_url), models_hub_endpoint=hub_url)
     with open(os.path.join(directory, "hosts.json"), "w") as handle:
         json.dump(fixture_hosts.inventory([host], variables), handle, indent=2)
     # The service listens on the host's bridge address, where this machine sends the request.
@@ -182,8 +187,9 @@ def format_answer(response, base_url, prompt):
     lines += textwrap.wrap(content, 96, initial_indent="    ", subsequent_indent="    ")
     lines += textwrap.wrap(
         "No AMD GPU is here: the answer comes from the fixture vLLM, the small OpenAI-compatible server that "
-        "the fixture mirror's vLLM source builds; no model ran. On a GPU server the same rollout builds "
-        "upstream vLLM and the service answers from the model.",
+        "the fixture mirror's vLLM source builds, after it checked the model directory the rollout fetched, "
+        "verified and pulled as vLLM does (config.json, safetensors headers, tokenizer); no model ran. On a GPU "
+        "server the same rollout builds upstream vLLM and the service answers from the model.",
         100,
     )
     return lines
@@ -202,6 +208,8 @@ def format_summary(report, report_path):
             "%d changed tasks" % entry.get("changed", 0),
             "gfx %s" % (",".join(entry.get("gfx_arch") or []) or "-"),
         ]
+        for name, model in sorted((entry.get("models") or {}).items()):
+            parts.append("vllm-%s serves %s" % (name, model))
         if stack:
             parts.append(
                 "stack %s: torch %s (HIP %s), triton %s, torchvision %s, vllm %s, platform %s"
@@ -242,6 +250,8 @@ def leftovers(workdir):
         found.append("the bridge " + BRIDGE_NAME)
     if os.path.exists(os.path.join(workdir, "mirror.pid")):
         found.append("the mirror server")
+    if os.path.exists(os.path.join(workdir, "hub.pid")):
+        found.append("the fixture Hub")
     return found
 
 
@@ -301,6 +311,8 @@ def teardown(workdir, machine=None):
     fixture_hosts.close_ssh_masters(workdir, RUN)
     machine.stop()
     fixture_hosts.unserve_mirror(workdir)
+    fixture_hosts.unserve_mirror(workdir, "hub")
+    shutil.rmtree(os.path.join(workdir, "hub"), ignore_errors=True)
     ImageMount("", os.path.join(workdir, "image")).unmount()
     machine.bridge.down()
     # The key is worth nothing once the host is gone; remove it anyway.
@@ -374,6 +386,7 @@ def roll_out(workdir, phases, keep):
             machine.bridge.down()
             machine.bridge.up()
             served = fixture_hosts.serve_mirror(mirror_dir, workdir, BRIDGE_ADDRESS)
+            hub = fixture_hosts.serve_hub(workdir, BRIDGE_ADDRESS)
             machine.start()
             machine.wait_for_ssh(identity)
         inventory = write_inventory(
@@ -382,6 +395,7 @@ def roll_out(workdir, phases, keep):
             identity,
             served["guest_url"],
             api_key,
+            hub["guest_url"],
         )
         env = fixture_hosts.ansible_env(workdir, RUN)
         with phases("prepare", "the host's Debian sources point at the mirror (%s)" % served["guest_url"]):
@@ -415,7 +429,7 @@ def roll_out(workdir, phases, keep):
             unauthorized = status_without_key(base_url)
             if unauthorized != 401:
                 raise DemoError("the service answered HTTP %d without the API key, not 401" % unauthorized)
-            answer = ask(base_url, api_key, SERVICE["model"], PROMPT)
+            answer = ask(base_url, api_key, MODEL_REPO, PROMPT)
         print()
         say("the vLLM service on %s answered (without the API key: HTTP 401)" % MACHINE)
         print("\n".join(format_answer(answer, base_url, PROMPT)))
@@ -440,7 +454,7 @@ def roll_out(workdir, phases, keep):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             with phases(
-                "teardown", "stop the host; remove its mounts, namespace, bridge and the mirror server"
+                "teardown", "stop the host; remove its mounts, namespace, bridge, the mirror server and the fixture Hub"
             ) as note:
                 teardown(workdir, machine)
                 left = leftovers(workdir)

@@ -36,6 +36,7 @@ class ReportEntry(TypedDict):
     failures: list[Failure]
     unreachable: bool
     converged: bool
+    models: NotRequired[dict[str, str]]  # instance -> ORG/NAME@COMMIT of the Hub model it serves
     changed: NotRequired[int]
 
 
@@ -130,6 +131,8 @@ def build_report(events: Sequence[dict[str, Any]], rc: int, check: bool = False)
                 entry["failures"].append({"task": label, "msg": result.get("msg", "unreachable")})
         if (handed.get(host) or {}).get("stack"):
             entry["stack"] = handed[host]["stack"]
+        # The Hub model revision each instance serves after its switch ({instance: ORG/NAME@COMMIT}, vllm_service).
+        entry["models"] = (handed.get(host) or {}).get("models") or {}
         entry["changed"] = len(entry["changed_tasks"])
         report["hosts"][host] = entry
         report["ok"] = report["ok"] and not entry["failures"]
@@ -202,6 +205,7 @@ def summary_table(report: Report, stream: TextIO) -> None:
         notes = ["%s: %s" % (failure["task"], failure["msg"]) for failure in entry["failures"]]
         if entry.get("converged"):
             notes.append("converged: nothing to do")
+        notes += ["%s serves %s" % (name, model) for name, model in sorted((entry.get("models") or {}).items())]
         if (entry.get("reboot") or {}).get("pending"):
             # A reboot that says pending is a dict.
             notes.append("reboot pending: %s" % entry["reboot"]["reason"])  # type: ignore[index]

@@ -11,7 +11,7 @@ from instinct_stack.rollout import failure_message, run_stats
 # What playbooks/status.yml hands over as data (ansible.builtin.set_stats into the run's stats): {host: {part: the
 # registered result}}, for each of these parts.
 STATUS_STATS = "instinct_status"
-STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health")
+STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health", "models")
 _STACK_FIELDS = ("key", "arch", "torch", "hip", "triton", "vllm")
 
 
@@ -28,6 +28,19 @@ def _properties(stdout: str | None) -> dict[str, str]:
         if separator:
             values[key] = value
     return values
+
+
+def served_models(stdout: str | None) -> dict[str, str]:
+    """{instance: ORG/NAME@COMMIT} from `find SERVED -type l -printf '%f %l'`: each Hub-model instance's link names
+    ROOT/ORG--NAME/COMMIT (the previous links, NAME.previous, are left out)."""
+    served = {}
+    for line in (stdout or "").splitlines():
+        name, _space, target = line.partition(" ")
+        parts = target.rstrip("/").split("/")
+        if name.endswith(".previous") or len(parts) < 2 or "--" not in parts[-2]:
+            continue
+        served[name] = "%s@%s" % (parts[-2].replace("--", "/", 1), parts[-1])
+    return served
 
 
 def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -61,6 +74,7 @@ def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             for item in got.get("health", {}).get("results", [])
             if not item.get("skipped")
         }
+        models = served_models(got.get("models", {}).get("stdout"))
         services = []
         for item in got.get("services", {}).get("results", []):
             unit = item.get("item")
@@ -71,6 +85,8 @@ def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "name": unit,
                     "state": "%s/%s" % (props.get("ActiveState", "?"), props.get("SubState", "?")),
                     "health": None if answer is None else answer.get("status") == 200,
+                    # The Hub model's revision it serves (vllm-NAME.service serves the link NAME), else none.
+                    "model": models.get(str(unit).removeprefix("vllm-").removesuffix(".service")),
                 }
             )
         units = got.get("units", {})
@@ -125,11 +141,12 @@ def format_status(rows: Iterable[dict[str, Any]]) -> str:
             else "none"
         )
         services = ", ".join(
-            "%s %s%s"
+            "%s %s%s%s"
             % (
                 service["name"].removesuffix(".service"),
                 service["state"],
                 "" if service["health"] is None else " health=%s" % ("ok" if service["health"] else "FAILED"),
+                " model=%s" % service["model"][: service["model"].index("@") + 13] if service.get("model") else "",
             )
             for service in row["services"]
         )

@@ -67,9 +67,19 @@ def serve_mirror(mirror_dir, workdir, bind):
     return json.loads(run(argv, capture_output=True, env=harness.env()).stdout)
 
 
-def unserve_mirror(workdir):
-    argv = harness.argv("vmctl", "unserve", "--workdir", workdir)
+def unserve_mirror(workdir, name="mirror"):
+    argv = harness.argv("vmctl", "unserve", "--workdir", workdir, "--name", name)
     subprocess.run(argv, capture_output=True, check=False, env=harness.env())
+
+
+def serve_hub(workdir, bind):
+    """Writes the fixture Hub's repository under workdir/hub and serves it on bind from a background server; its
+    JSON (port, guest_url, repo, commits {branch: commit})."""
+    root = os.path.join(workdir, "hub")
+    made = run(harness.argv("fixture_hub", "make", root), capture_output=True, env=harness.env())
+    argv = harness.argv("vmctl", "serve", root, "--hub", "--name", "hub", "--workdir", workdir)
+    served = run([*argv, "--bind", bind], capture_output=True, env=harness.env())
+    return dict(json.loads(served.stdout), **json.loads(made.stdout))
 
 
 def fixture_vars(identity, mirror_url):

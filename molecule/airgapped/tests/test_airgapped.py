@@ -96,3 +96,19 @@ def test_build_time_downloads_came_from_the_mirror(host):
     )
     flash = host.check_output(python + " -c 'import torch; print(torch.backends.cuda.is_flash_attention_available())'")
     assert flash == "True"
+
+
+def test_the_service_serves_the_model_the_mirror_holds(host):
+    # `instinct-stack mirror build` fetched the fixture Hub's model at main (the Hub stays on this machine's loopback)
+    # and recorded its commit; the roles took that commit from the mirror's manifest and pulled it from models/.
+    mirrored = ephemeral("airgap-mirror/manifest.json")["models"]["instinct-fixtures/tiny-llama"]
+    assert mirrored["revision"] == "main" and mirrored["commit"] == ephemeral("hub.json")["commits"]["main"]
+    revision = "/var/lib/instinct-stack/models/instinct-fixtures--tiny-llama/" + mirrored["commit"]
+    assert host.file("/var/lib/instinct-stack/models/served/fixture").linked_to == revision
+    manifest = json.loads(host.file(revision + ".json").content_string)
+    for entry in manifest["files"]:
+        assert host.check_output("sha256sum %s/%s", revision, entry["path"]).split()[0] == entry["sha256"]
+    # No Hub client on the guest and no request to a Hub: the service loads the directory offline.
+    assert not host.file("/opt/instinct-stack/hub-venv").exists
+    assert "Environment=HF_HUB_OFFLINE=1" in host.check_output("systemctl cat vllm-fixture.service")
+    assert http_code(host, mirror_url() + "/models/instinct-fixtures--tiny-llama/%s.json" % mirrored["commit"]) == "200"

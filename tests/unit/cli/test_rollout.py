@@ -181,6 +181,11 @@ def test_status_rows_from_events():
             "units": {"rc": 0},
             "services": {"results": [{"item": "vllm-llama.service", "stdout": "ActiveState=active\nSubState=running"}]},
             "health": {"results": [{"item": {"item": "vllm-llama.service"}, "status": 200}]},
+            # find -printf '%f %l': the instance's link and the previous one (left out).
+            "models": {
+                "stdout": "llama /var/lib/instinct-stack/models/meta-llama--Llama-3.1-8B/%s\n"
+                "llama.previous /var/lib/instinct-stack/models/meta-llama--Llama-3.1-8B/%s" % ("0e9e" * 10, "1" * 40)
+            },
         }
     }
     assert set(handed["gpu1"]) == set(STATUS_PARTS)
@@ -194,11 +199,31 @@ def test_status_rows_from_events():
     gpu1 = rows["gpu1"]
     assert gpu1["ok"] is True and gpu1["rocm"] == "7.0.2-56" and gpu1["driver"]["reboot_pending"] is True
     assert gpu1["stack"] == {"key": "abc123def4567890", "torch": "2.9.0", "vllm": "0.11.0"}
-    assert gpu1["services"] == [{"name": "vllm-llama.service", "state": "active/running", "health": True}]
+    assert gpu1["services"] == [
+        {
+            "name": "vllm-llama.service",
+            "state": "active/running",
+            "health": True,
+            "model": "meta-llama/Llama-3.1-8B@" + "0e9e" * 10,
+        }
+    ]
     assert rows["gpu2"]["ok"] is False and "sudo: a password is required" in rows["gpu2"]["error"]
     assert rows["gpu3"]["error"] == "unreachable: ssh: timed out"
     table = format_status(list(rows.values()))
-    assert "reboot pending" in table and "vllm-llama active/running health=ok" in table and "abc123def456 " in table
+    assert "reboot pending" in table and "abc123def456 " in table
+    assert "vllm-llama active/running health=ok model=meta-llama/Llama-3.1-8B@0e9e0e9e0e9e" in table
+
+
+def test_the_report_names_the_model_revision_each_instance_serves():
+    from instinct_stack.rollout import summary_table
+
+    handed = {"gpu1": {"models": {"llama": "meta-llama/Llama-3.1-8B@" + "0e9e" * 10}}}
+    events = [*EVENTS, {"event": "playbook_on_stats", "event_data": {"artifact_data": {REPORT_STATS: handed}}}]
+    report = build_report(events, rc=0)
+    assert report["hosts"]["gpu1"]["models"] == handed["gpu1"]["models"]
+    stream = io.StringIO()
+    summary_table(report, stream)
+    assert "llama serves meta-llama/Llama-3.1-8B@" + "0e9e" * 10 in stream.getvalue()
 
 
 def test_a_failed_loop_reports_its_failed_items_messages():

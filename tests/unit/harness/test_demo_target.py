@@ -52,7 +52,9 @@ class FakeHost:
 
 
 def write(tmp_path, key="k3y-" + "x" * 20):
-    directory = demo.write_inventory(str(tmp_path / "inventory"), FakeHost(), "/work/id", "http://10.236.0.1:8080", key)
+    directory = demo.write_inventory(
+        str(tmp_path / "inventory"), FakeHost(), "/work/id", "http://10.236.0.1:8080", key, "http://10.236.0.1:8090"
+    )
     return directory, key
 
 
@@ -94,9 +96,12 @@ def test_ansible_reads_the_host_the_mirror_and_the_service_from_the_inventory(tm
     assert host_vars["rocm_repo_base_url"] == "http://10.236.0.1:8080"
     assert host_vars["build_git_rewrites"] == {"https://github.com/": "http://10.236.0.1:8080/git/github.com/"}
     assert host_vars["build_pip_args"][-2:] == ["--trusted-host", "10.236.0.1"]
+    # The store host fetches the model from the fixture Hub on the bridge.
+    assert host_vars["models_hub_endpoint"] == "http://10.236.0.1:8090"
     (service,) = host_vars["vllm_service_instances"]
-    # The service listens where this machine sends the request, with the run's key.
-    assert service == {"name": "demo", "model": "fixture-model", "port": 8000, "host": "10.236.0.11", "api_key": key}
+    # The service listens where this machine sends the request, with the run's key, and serves the Hub model.
+    model = {"repo": "instinct-fixtures/tiny-llama", "revision": "main"}
+    assert service == {"name": "demo", "model": model, "port": 8000, "host": "10.236.0.11", "api_key": key}
 
 
 def test_the_demo_network_is_its_own():
@@ -171,6 +176,7 @@ REPORT = {
                 "vllm": "0.11.0",
                 "platform": "rocm",
             },
+            "models": {"demo": "instinct-fixtures/tiny-llama@" + "c0ffee" * 6 + "c0ff"},
         }
     },
 }
@@ -180,8 +186,10 @@ def test_the_report_summary_names_the_stack_per_host():
     lines = demo.format_summary(REPORT, "/w/report.json")
     assert lines[0] == "rollout ok (ansible-playbook rc 0), report /w/report.json"
     assert lines[1] == (
-        "  instinct-demo: 80 changed tasks; gfx gfx942; stack gfx942: torch 2.9.0a0+git1 (HIP 7.0.2), triton 3.5.0, "
-        "torchvision 0.24.0, vllm 0.11.0, platform rocm; no reboot pending"
+        "  instinct-demo: 80 changed tasks; gfx gfx942; vllm-demo serves instinct-fixtures/tiny-llama@"
+        + "c0ffee" * 6
+        + "c0ff; stack gfx942: torch 2.9.0a0+git1 (HIP 7.0.2), triton 3.5.0, torchvision 0.24.0, vllm 0.11.0, "
+        "platform rocm; no reboot pending"
     )
 
 

@@ -143,7 +143,8 @@ def test_the_watch_list_names_what_the_roles_manage():
     ):
         assert path in files
     assert sorted(watch["links"]) == ["/opt/instinct-stack/previous", "/opt/rocm", "/usr/bin/c++", "/usr/bin/cc",
-                                      "/usr/bin/g++", "/usr/bin/gcc"]  # fmt: skip
+                                      "/usr/bin/g++", "/usr/bin/gcc",
+                                      "/var/lib/instinct-stack/models/served/*"]  # fmt: skip
     assert sorted(watch["units"]) == ["instinct-stack-store.service", "vllm-*.service"]
     # Each path once, though two roles declare it or a package is named twice.
     assert len(files) == len(set(files)) and len(watch["links"]) == len(set(watch["links"]))
@@ -175,7 +176,13 @@ def test_the_watch_list_follows_the_inventory():
         "rocm_distribution_sources_path",
         "vllm_store_unit",
         "vllm_host_packages",
+        "models_root",
+        "instinct_model_root",
+        "vllm_service_model_root",
     }
+    # A models directory of the inventory's: its manifests and the instances' links there.
+    moved = converged.watch_list({"instinct_model_root": "/data/models"})
+    assert "/data/models/*/*.json" in moved["files"] and "/data/models/served/*" in moved["links"]
     assert converged.watch_list({"instinct_stack_root": "/data/stacks"})["stack_root"] == "/data/stacks"
 
 
@@ -453,3 +460,15 @@ def test_the_default_stack_root_is_the_common_roles():
     assert shared["instinct_stack_root"] == converged.DEFAULT_STACK_ROOT
     assert converged.watch_list({"instinct_stack_root": "/srv/stacks/"})["stack_root"] == "/srv/stacks"
     assert converged.watch_list({"instinct_stack_root": "/srv", "vllm_stack_root": "/x"})["stack_root"] == "/x"
+
+
+def test_a_glob_of_links_keeps_the_target_of_each_link_it_matches(tmp_path):
+    (tmp_path / "rev1").mkdir()
+    (tmp_path / "served").mkdir()
+    os.symlink(str(tmp_path / "rev1"), str(tmp_path / "served" / "llama"))
+    os.symlink(str(tmp_path / "gone"), str(tmp_path / "served" / "broken"))
+    seen = converged.observe({"links": [str(tmp_path / "served" / "*")]}, lambda patterns: ([], None))
+    assert seen["links"] == {
+        str(tmp_path / "served" / "broken"): None,
+        str(tmp_path / "served" / "llama"): str(tmp_path / "rev1"),
+    }
