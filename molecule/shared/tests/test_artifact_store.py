@@ -69,7 +69,7 @@ def test_the_distribution_nginx_serves_nothing(builder):
         assert builder.check_output("systemctl is-enabled nginx.service || true") == "masked"
         assert not builder.service("nginx.service").is_running
         assert builder.check_output("ss -Hltn 'sport = :80'") == ""
-        listening = builder.check_output("ss -Hltnp 'sport = :%s'", PORT)
+        listening = builder.check_output("ss -Hltnp 'sport = :%s'", str(PORT))
     assert "nginx" in listening, listening
 
 
@@ -101,9 +101,10 @@ def test_the_store_resumes_a_cut_download_with_a_range_request(host, store_url):
     with host.sudo():
         whole = host.file(stack["lock"]["file"]).content
     offset = len(whole) // 3
-    status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -r %d- %s", offset, lock)
+    # testinfra quotes every argument as a string.
+    status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -r %s %s", "%d-" % offset, lock)
     assert status == "206"
-    rest = host.check_output("curl -sf -r %d- %s | sha256sum", offset, lock).split()[0]
+    rest = host.check_output("curl -sf -r %s %s | sha256sum", "%d-" % offset, lock).split()[0]
     assert rest == hashlib.sha256(whole[offset:]).hexdigest()
-    headers = host.check_output("curl -sf -D - -o /dev/null -r %d-%d %s", offset, offset + 9, lock)
+    headers = host.check_output("curl -sf -D - -o /dev/null -r %s %s", "%d-%d" % (offset, offset + 9), lock)
     assert "content-range: bytes %d-%d/%d" % (offset, offset + 9, len(whole)) in headers.lower(), headers
