@@ -343,21 +343,23 @@ def client(args):
     if args.mode == "resume":
         record["resumed"] = [request for request in requests if request["range"]]
         record["cut_file_size"] = entry["size"]
+        record["model_size"] = data["size"]
     print(json.dumps(record), flush=True)
     return 0
 
 
 def resume_summary(record):
-    """What a resumed pull got: the status of its range request and the bytes it downloaded against the half left."""
+    """What a resumed pull got: the status of its range request, and the bytes it downloaded against the model's size
+    and the half of the cut file it held."""
     ranged = record["resumed"]
-    half = record["cut_file_size"] - record["cut_file_size"] // 2
+    held = record["cut_file_size"] // 2
     return {
         "range_request": ranged[0]["range"] if ranged else None,
         "status": ranged[0]["status"] if ranged else None,
         "downloaded_bytes": record["bytes"],
-        "cut_file_bytes": record["cut_file_size"],
-        "left_to_download_bytes": half,
-        "took_whole_file_again": bool(ranged) and ranged[0]["status"] == 200,
+        "model_bytes": record["model_size"],
+        "held_bytes": held,
+        "took_whole_file_again": record["bytes"] == record["model_size"],
     }
 
 
@@ -437,15 +439,15 @@ def table(result):
     for server in SERVERS:
         resume = result["servers"][server]["resume"]
         lines.append(
-            "resume, %s: %s answered %s; %d bytes downloaded for a file of %d with %d left%s"
+            "resume, %s: %s answered %s; the pull downloaded %d bytes of the model's %d, %d of them held%s"
             % (
                 server,
                 resume["range_request"],
                 resume["status"],
                 resume["downloaded_bytes"],
-                resume["cut_file_bytes"],
-                resume["left_to_download_bytes"],
-                " (the whole file again)" if resume["took_whole_file_again"] else "",
+                resume["model_bytes"],
+                resume["held_bytes"],
+                " (the cut file whole again)" if resume["took_whole_file_again"] else "",
             )
         )
     return "\n".join(lines)

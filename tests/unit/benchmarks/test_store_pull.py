@@ -105,7 +105,7 @@ def test_a_resumed_pull_from_http_server_takes_the_whole_cut_file_again(served_m
     assert resume["range_request"] == "bytes=%d-" % (got["cut_file_size"] // 2)
     assert resume["status"] == 200 and resume["took_whole_file_again"]
     # The whole model came again: the cut file's first half too.
-    assert got["bytes"] == data["size"]
+    assert got["bytes"] == resume["model_bytes"] == data["size"]
     assert (tmp_path / "h" / "bench--model" / (store_pull.REVISION + ".json")).is_file()
 
 
@@ -119,13 +119,13 @@ def test_the_table_states_each_figure_against_the_line_rate():
     resume = {
         "range_request": "bytes=5-",
         "status": 206,
-        "downloaded_bytes": 5,
-        "cut_file_bytes": 10,
-        "left_to_download_bytes": 5,
+        "downloaded_bytes": 15,
+        "model_bytes": 20,
+        "held_bytes": 5,
         "took_whole_file_again": False,
     }
     servers = {server: {"pull": figure, "download": figure, "resume": resume} for server in store_pull.SERVERS}
     text = store_pull.table({"hosts": 16, "model_mb": 1024, "line_rate_MBps": 2000.0, "servers": servers})
     assert "bridge line rate (iperf3, one stream): 2000.0 MB/s" in text
     assert "nginx       download |    20.00      500.0      25% |        30.0 / 35.0 / 40.0 | 15.00" in text
-    assert "resume, nginx: bytes=5- answered 206; 5 bytes downloaded for a file of 10 with 5 left" in text
+    assert "resume, nginx: bytes=5- answered 206; the pull downloaded 15 bytes of the model's 20, 5 of them" in text
