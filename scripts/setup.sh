@@ -12,6 +12,7 @@ apt_packages=(
   systemd-container iproute2              # benchmarks/scale.py's lightweight hosts
   shellcheck                              # ansible-test sanity's shellcheck test
   cmake                                   # the unit tests run the fixture PyTorch's CMake against fixture ROCm trees
+  zstd                                    # the unit tests pack and unpack stack archives as the vllm role does
 )
 missing=()
 for package in "${apt_packages[@]}"; do
