@@ -70,11 +70,11 @@ CLANG_PACKAGE = "clang-16"
 # Debian packages that the roles install on the minimal guests of the molecule scenarios: Ansible's apt module
 # bootstraps python3-apt and the rocm role installs python3-debian (ansible.builtin.deb822_repository); the toolchain
 # role's compilers for Debian 12 (toolchain_* defaults, the distribution's gcc-12 as the fallback); the build host's
-# tools (pytorch role: git, python3-venv, python3-dev, ccache) and its artifact store's server (vllm role:
-# vllm_store_packages, nginx); the inference host's (vllm role: python3-venv, and python3-dev for Triton's launcher,
-# which it compiles at run time). The air-gapped scenario's mirror configuration asks for the same list
-# (debian/requested.txt, molecule/shared/templates/airgap-mirror.yml.j2), so a package the roles start to install is
-# added here once.
+# tools (pytorch role: git, python3-venv, python3-dev, ccache) and its artifact store's server (vllm role: nginx, and
+# zstd, which packs the stacks' archives); the inference host's (vllm role: python3-venv, python3-dev for Triton's
+# launcher, which it compiles at run time, and zstd, which unpacks the stack's archive). The air-gapped scenario's
+# mirror configuration asks for the same list (debian/requested.txt, molecule/shared/templates/airgap-mirror.yml.j2),
+# so a package the roles start to install is added here once.
 ROLE_PACKAGES = (
     "python3-apt",
     "python3-debian",
@@ -87,6 +87,7 @@ ROLE_PACKAGES = (
     "python3-dev",
     "ccache",
     "nginx",
+    "zstd",
 )
 DEBIAN_SUITE = "bookworm"
 # What the fixture mirror's Debian subset holds: the roles' packages and what the ROCm fixture depends on
