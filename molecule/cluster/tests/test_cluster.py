@@ -43,10 +43,14 @@ def test_both_hosts_run_the_same_verified_stack(host):
     assert mine["hip"].startswith("7.0.2") and mine["arch"] == "gfx942" and mine["platform"] == "rocm"
 
 
-def test_wheels_copied_not_rebuilt(host):
-    for wheel in stack(host)["wheels"]:
-        assert host.file(wheel["local"]).exists
+def test_one_archive_serves_both_hosts_and_the_build_host_took_its_own_in_place(host):
+    # node1 assembled the stack where it serves it and packed it; node2 unpacked that archive and ran no pip.
+    mine = stack(host)
+    for wheel in mine["wheels"]:
         assert wheel["path"].startswith(CACHE + "/" + wheel["component"] + "/" + wheel["key"] + "/")
+    node1 = host.get_host("ansible://node1", ansible_inventory=host.backend.ansible_inventory)
+    assert mine["archive"] == stack(node1)["archive"]
+    assert not host.file(CACHE).exists or host.backend.get_hostname() == "node1"
 
 
 def test_service_answers_on_each_host(host):

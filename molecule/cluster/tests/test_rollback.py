@@ -3,6 +3,10 @@
 Against the converged cluster (both nodes on stack A, no previous link), run from the controller as an operator
 would, one host per batch:
 
+0. The build play alone on node1 (--tags build --limit node1) with the changed build input below: node1 builds stack
+   B, assembles it in place and packs its archive. The archive is damaged in node1's store; the build play on both
+   nodes then fails on node2, naming the archive, with nothing unpacked and stack A serving; the archive is removed
+   from the store, as the message says, and node1 packs it again in step 1.
 1. site.yml with a changed build input (pytorch_cmake_args: a new torch, so a new stack B) and a model that loads
    only on stack A (the fixture `vllm serve` exits as vLLM does when its engine cannot load the model, from any stack
    but the one FIXTURE_VLLM_LOADS_ONLY_ON names). Play 2 installs and verifies B on both nodes beside A; play 3
@@ -20,6 +24,7 @@ import pytest
 from cluster_hosts import UNIT, invocation, nodes, playbook_json
 
 STACKS = "/opt/instinct-stack/stacks"
+ARCHIVES = "/var/cache/instinct-stack/stacks"
 # A torch build flag only this test sets: a new torch key, so new torchvision, vllm and stack keys.
 NEW_BUILD = {"pytorch_cmake_args": "-DINSTINCT_ROLLBACK_TEST=ON", "vllm_stack_pip_compile": False}
 # What the vllm role and rollback.yml hand instinct-stack's report (ansible.builtin.set_stats; the JSON callback shows
@@ -69,7 +74,51 @@ def before():
 
 
 @pytest.fixture(scope="module")
-def faulty(before):
+def damaged(before):
+    """Step 0: stack B's archive damaged in node1's store, the build play on both nodes; its results and the
+    archive's record."""
+    extra = json.dumps({"instinct_serial": 1, **NEW_BUILD})
+    code, run = playbook_json("site.yml", "--tags", "build", "--limit", "node1", "-e", extra, timeout=1500)
+    assert code == 0, run["stats"]
+    node1 = nodes()["node1"]
+    key = node1.check_output("sudo ls -t %s", STACKS).split()[0]
+    assert node1.file("%s/%s/.verified" % (STACKS, key)).exists
+    archive = json.loads(node1.check_output("sudo cat %s/%s.json", ARCHIVES, key))
+    # Same size, other bytes: only the sha256 tells.
+    node1.check_output(
+        "printf damaged | sudo dd of=%s/%s bs=1 seek=4096 conv=notrunc status=none", ARCHIVES, archive["file"]
+    )
+    code, run = playbook_json("site.yml", "--tags", "build", "-e", extra, timeout=1500)
+    tasks = [
+        (task["task"]["name"], host, result)
+        for play in run["plays"]
+        for task in play["tasks"]
+        for host, result in task["hosts"].items()
+    ]
+    return code, tasks, key, archive
+
+
+def test_a_damaged_archive_is_refused_and_the_stack_in_service_stays(damaged, before):
+    code, tasks, key, archive = damaged
+    assert code != 0
+    failed = [(name, host, result.get("msg", "")) for name, host, result in tasks if result.get("failed")]
+    assert [host for _name, host, _msg in failed] == ["node2"] * len(failed) and failed, failed
+    message = failed[-1][2]
+    assert archive["file"] in message and archive["sha256"] in message, message
+    assert "damaged or was changed" in message and "Remove it from the build host's store" in message, message
+    assert "Nothing was switched" in message, message
+    hosts = nodes()
+    node2 = hosts["node2"]
+    # Nothing unpacked, nothing left behind, stack A in service.
+    assert key not in node2.check_output("ls -A %s", STACKS).split()
+    assert [name for name in node2.check_output("ls -A %s", STACKS).split() if name.startswith(".")] == []
+    assert link(node2, "current") == before["node2"]["current"] and health(node2) == "200"
+    # What the message says to do: the archive goes, and the next run's build host packs it again.
+    hosts["node1"].check_output("sudo rm %s/%s", ARCHIVES, archive["file"])
+
+
+@pytest.fixture(scope="module")
+def faulty(before, damaged):
     old = before["node1"]["current"]
     assert old and before["node2"]["current"] == old
     extra = {
@@ -150,6 +199,19 @@ def test_a_rerun_with_a_model_that_loads_switches_every_host_and_converges(good,
 @pytest.fixture(scope="module")
 def rolled_back(good):
     return playbook("playbooks/rollback.yml")
+
+
+def test_each_host_pulled_each_archive_once_and_the_build_host_never(good, damaged):
+    # The store's access log (nginx's, in node1's journal): node2 pulled stack A's archive at the converge and B's
+    # twice, refused and then installed; none in the idempotence run or the reruns, and node1, which assembled both
+    # stacks in place, none.
+    node1 = nodes()["node1"]
+    log = node1.check_output("sudo journalctl -q -o cat -t instinct_stack_store")
+    pulls = [line.split()[0] for line in log.splitlines() if '"GET /stacks/' in line and ".tar.zst HTTP" in line]
+    addresses = {name: host.ansible.get_variables()["ansible_host"] for name, host in nodes().items()}
+    assert node1 and pulls.count(addresses["node2"]) == 3, log
+    assert addresses["node1"] not in pulls, log
+    assert len([line for line in log.splitlines() if '"GET /stacks/%s-' % damaged[2] in line]) == 2, log
 
 
 def test_the_rollback_playbook_swaps_current_and_previous(rolled_back, faulty, before):

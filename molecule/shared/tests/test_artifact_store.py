@@ -1,9 +1,10 @@
 """The artifact store, in every scenario (verifier.additional_files_or_dirs in their molecule.yml): the build host
-serves its wheels and stack locks read-only over HTTP (instinct-stack-store.service running the distribution's
-nginx, roles/vllm/tasks/store.yml), and each inference host pulled its stack from it, every file the one the lock
-names by sha256. No wheel went through the controller: benchmarks/scale.py counts the bytes that cross it
-(BENCHMARKS.md, "Scale"). A cut download resumes with a range request, which the store answers with 206
-(benchmarks/store_pull.py measures the store with 16 hosts pulling a model at once).
+serves its wheels, stack locks and stack archives read-only over HTTP (instinct-stack-store.service running the
+distribution's nginx, roles/vllm/tasks/store.yml), and each inference host's stack is the archive the build host
+published (by its sha256), unpacked at the path where the build host assembled it. No wheel went through the
+controller: benchmarks/scale.py counts the bytes that cross it (BENCHMARKS.md, "Scale"). A cut download resumes with
+a range request, which the store answers with 206 (benchmarks/store_pull.py measures the store with 16 hosts pulling
+a model at once).
 """
 
 import hashlib
@@ -73,13 +74,17 @@ def test_the_distribution_nginx_serves_nothing(builder):
     assert "nginx" in listening, listening
 
 
-def test_the_host_pulled_its_built_wheels_as_the_lock_names_them(host):
+def test_the_hosts_stack_is_the_archive_the_store_serves(host, store_url):
     stack = verified(host)
-    by_file = {entry["file"]: entry["sha256"] for entry in stack["lock"]["packages"].values()}
-    assert {wheel["component"] for wheel in stack["wheels"]} == {"pytorch", "torchvision", "triton", "vllm"}
-    for wheel in stack["wheels"]:
-        assert sha256(host, wheel["local"]) == by_file[wheel["path"].split("/")[-1]], wheel
+    archive = stack["archive"]
+    url = "%s/stacks/%s" % (store_url, archive["file"])
+    assert host.check_output("curl -sf %s | sha256sum", url).split()[0] == archive["sha256"]
+    assert archive["file"] == "%s-%s.tar.zst" % (stack["key"], archive["sha256"][:16])
+    # The host's own records are never in the archive; the stack's lock is, as the build host installed it.
+    members = host.check_output("curl -sf %s | zstd -dc | tar -t", url).split()
+    assert "./.verified" not in members and "./.assembled" not in members and "./stack-lock.txt" in members
     assert sha256(host, stack["lock"]["file"]) == stack["lock"]["sha256"]
+    assert {wheel["component"] for wheel in stack["wheels"]} == {"pytorch", "torchvision", "triton", "vllm"}
 
 
 def test_the_store_serves_the_stack_to_the_host_and_refuses_writes(host, store_url):
