@@ -23,6 +23,8 @@ with only the base URL changed:
     debian/dists/bookworm/...                     the Debian packages the roles install that the guest
                                                   image lacks (gcc-11 ...), fetched with apt-get download
                                                   and its dependency resolution, index re-signed
+    debian/requested.txt                          the packages the roles install (ROLE_PACKAGES), one a line:
+                                                  what a mirror built from this one asks for
 
 The packages are small but carry ROCm's package names, versions, dependencies and paths:
 /opt/rocm-<ROCM>/ with real shared libraries (libhipblas.so.2 ...), the /opt/rocm alternative that
@@ -68,10 +70,12 @@ CLANG_PACKAGE = "clang-16"
 # Debian packages that the roles install on the minimal guests of the molecule scenarios: Ansible's apt module
 # bootstraps python3-apt and the rocm role installs python3-debian (ansible.builtin.deb822_repository); the toolchain
 # role's compilers for Debian 12 (toolchain_* defaults, the distribution's gcc-12 as the fallback); the build host's
-# tools (pytorch role: git, python3-venv, python3-dev, ccache); the inference host's (vllm role: python3-venv, and
-# python3-dev for Triton's launcher, which it compiles at run time); what the ROCm fixture depends on (CLANG_PACKAGE).
-DEBIAN_SUITE = "bookworm"
-DEBIAN_PACKAGES = (
+# tools (pytorch role: git, python3-venv, python3-dev, ccache) and its artifact store's server (vllm role:
+# vllm_store_packages, nginx); the inference host's (vllm role: python3-venv, and python3-dev for Triton's launcher,
+# which it compiles at run time). The air-gapped scenario's mirror configuration asks for the same list
+# (debian/requested.txt, molecule/shared/templates/airgap-mirror.yml.j2), so a package the roles start to install is
+# added here once.
+ROLE_PACKAGES = (
     "python3-apt",
     "python3-debian",
     "gcc-11",
@@ -82,8 +86,12 @@ DEBIAN_PACKAGES = (
     "python3-venv",
     "python3-dev",
     "ccache",
-    CLANG_PACKAGE,
+    "nginx",
 )
+DEBIAN_SUITE = "bookworm"
+# What the fixture mirror's Debian subset holds: the roles' packages and what the ROCm fixture depends on
+# (CLANG_PACKAGE), which `instinct-stack mirror build` resolves by itself from the ROCm packages' dependencies.
+DEBIAN_PACKAGES = (*ROLE_PACKAGES, CLANG_PACKAGE)
 SOURCES = os.path.join(MIRROR_FIXTURES, "sources")
 # Refs the fixture repositories carry; the build roles' molecule settings name them.
 SOURCE_REFS = {"pytorch": "v2.9.0-fixture", "vision": "v0.24.0-fixture", "vllm": "v0.11.1-fixture"}
@@ -752,6 +760,8 @@ def build(image_dir, cache):
             debian_subset(image_packages_file, os.path.join(work, "debs", "debian")),
             gpg_argv,
         )
+        with open(os.path.join(staging, "debian", "requested.txt"), "w") as handle:
+            handle.write("".join(package + "\n" for package in ROLE_PACKAGES))
         source_repos(work, os.path.join(staging, "git"))
         wheelhouse(os.path.join(staging, "wheels"))
         build_download_files(staging)

@@ -1,9 +1,12 @@
 """The artifact store, in every scenario (verifier.additional_files_or_dirs in their molecule.yml): the build host
-serves its wheels and stack locks read-only over HTTP (instinct-stack-store.service, roles/vllm/tasks/store.yml),
-and each inference host pulled its stack from it, every file the one the lock names by sha256. No wheel went
-through the controller: benchmarks/scale.py counts the bytes that cross it (BENCHMARKS.md, "Scale").
+serves its wheels and stack locks read-only over HTTP (instinct-stack-store.service running the distribution's
+nginx, roles/vllm/tasks/store.yml), and each inference host pulled its stack from it, every file the one the lock
+names by sha256. No wheel went through the controller: benchmarks/scale.py counts the bytes that cross it
+(BENCHMARKS.md, "Scale"). A cut download resumes with a range request, which the store answers with 206
+(benchmarks/store_pull.py measures the store with 16 hosts pulling a model at once).
 """
 
+import hashlib
 import json
 
 import pytest
@@ -42,12 +45,32 @@ def test_the_build_host_runs_the_store_as_a_sandboxed_unprivileged_service(build
     store = builder.service(UNIT)
     assert store.is_running and store.is_enabled
     properties = builder.check_output(
-        "systemctl show -p DynamicUser -p ProtectSystem -p NoNewPrivileges -p MainPID %s", UNIT
+        "systemctl show -p DynamicUser -p ProtectSystem -p NoNewPrivileges -p CapabilityBoundingSet -p MainPID %s",
+        UNIT,
     ).splitlines()
     settings = dict(line.split("=", 1) for line in properties)
     assert (settings["DynamicUser"], settings["ProtectSystem"], settings["NoNewPrivileges"]) == ("yes", "strict", "yes")
-    # The server runs as the unit's dynamic user, never as root.
-    assert builder.check_output("ps -o user= -p %s", settings["MainPID"]) not in ("root", "")
+    assert settings["CapabilityBoundingSet"] == ""
+    # The server is nginx, master and workers, as the unit's dynamic user, never as root.
+    master = settings["MainPID"]
+    assert builder.check_output("ps -o comm= -p %s", master) == "nginx"
+    processes = builder.check_output("ps -o user=,comm= --pid %s --ppid %s", master, master).splitlines()
+    assert len(processes) >= 2, processes  # the master and at least one worker
+    for line in processes:
+        user, command = line.split()
+        assert command == "nginx" and user not in ("root", ""), processes
+    with builder.sudo():
+        assert builder.check_output("readlink /proc/%s/exe", master) == "/usr/sbin/nginx"
+
+
+def test_the_distribution_nginx_serves_nothing(builder):
+    # Installing the package would start nginx.service with its default site on port 80; the role masked it first.
+    with builder.sudo():
+        assert builder.check_output("systemctl is-enabled nginx.service || true") == "masked"
+        assert not builder.service("nginx.service").is_running
+        assert builder.check_output("ss -Hltn 'sport = :80'") == ""
+        listening = builder.check_output("ss -Hltnp 'sport = :%s'", str(PORT))
+    assert "nginx" in listening, listening
 
 
 def test_the_host_pulled_its_built_wheels_as_the_lock_names_them(host):
@@ -64,7 +87,24 @@ def test_the_store_serves_the_stack_to_the_host_and_refuses_writes(host, store_u
     lock = "%s/locks/%s/stack-lock.txt" % (store_url, stack["key"])
     served = host.check_output("curl -sf %s | sha256sum", lock).split()[0]
     assert served == stack["lock"]["sha256"]
-    # Read-only: Python's server answers GET and HEAD, and 501 to anything that would write.
+    # Read-only: GET and HEAD alone; the store's configuration refuses anything that would write.
     for method in ("PUT", "POST", "DELETE"):
-        status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -X %s %s", method, lock)
-        assert status == "501", (method, status)
+        status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -X %s --data x %s", method, lock)
+        assert status == "403", (method, status)
+    assert host.check_output("curl -sI -o /dev/null -w '%%{http_code}' %s", lock) == "200"
+
+
+def test_the_store_resumes_a_cut_download_with_a_range_request(host, store_url):
+    # What model_pull does after a cut: Range: bytes=N- from the size it has, answered 206 with the rest alone.
+    stack = verified(host)
+    lock = "%s/locks/%s/stack-lock.txt" % (store_url, stack["key"])
+    with host.sudo():
+        whole = host.file(stack["lock"]["file"]).content
+    offset = len(whole) // 3
+    # testinfra quotes every argument as a string.
+    status = host.check_output("curl -s -o /dev/null -w '%%{http_code}' -r %s %s", "%d-" % offset, lock)
+    assert status == "206"
+    rest = host.check_output("curl -sf -r %s %s | sha256sum", "%d-" % offset, lock).split()[0]
+    assert rest == hashlib.sha256(whole[offset:]).hexdigest()
+    headers = host.check_output("curl -sf -D - -o /dev/null -r %s %s", "%d-%d" % (offset, offset + 9), lock)
+    assert "content-range: bytes %d-%d/%d" % (offset, offset + 9, len(whole)) in headers.lower(), headers

@@ -135,6 +135,9 @@ def test_the_watch_list_names_what_the_roles_manage():
         "/etc/systemd/system/vllm-*.service.d/*",
         "/etc/instinct-stack/vllm/*",
         "/etc/systemd/system/instinct-stack-store.service",
+        # The artifact store's server and its configuration.
+        "/etc/instinct-stack/store/nginx.conf",
+        "/var/lib/dpkg/info/nginx.list",
         "/opt/instinct-stack/current/.verified",
         # What an inference host needs to run a stack, and the mirror's distribution source (minimal hosts).
         "/var/lib/dpkg/info/python3-venv.list",
@@ -175,6 +178,7 @@ def test_the_watch_list_follows_the_inventory():
         "rocm_keyring_path",
         "rocm_distribution_sources_path",
         "vllm_store_unit",
+        "vllm_store_nginx_config",
         "vllm_host_packages",
         "models_root",
         "instinct_model_root",
