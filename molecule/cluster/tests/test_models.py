@@ -21,6 +21,8 @@ import shlex
 import pytest
 from cluster_hosts import UNIT, invocation, nodes, playbook_json
 
+from tests.harness import fixture_model
+
 REPO = "instinct-fixtures/tiny-llama"
 MODELS = "/var/lib/instinct-stack/models"
 STORE = "/var/lib/instinct-stack/store/models"
@@ -93,15 +95,7 @@ def test_both_nodes_serve_the_revision_the_store_host_fetched_offline():
     store = json.loads(hosts["node1"].check_output("cat %s.json", revision_dir(MAIN, STORE)))
     assert store["repo"] == REPO and store["revision"] == MAIN
     # The default selection: safetensors, json and the tokenizer, never the duplicate .bin or the README.
-    assert sorted(entry["path"] for entry in store["files"]) == [
-        "config.json",
-        "generation_config.json",
-        "model.safetensors",
-        "model.safetensors.index.json",
-        "special_tokens_map.json",
-        "tokenizer.json",
-        "tokenizer_config.json",
-    ]
+    assert sorted(entry["path"] for entry in store["files"]) == fixture_model.DEFAULT_SELECTION
     for name, host in hosts.items():
         assert link(host) == revision_dir(MAIN), name
         manifest = json.loads(host.check_output("cat %s.json", revision_dir(MAIN)))
