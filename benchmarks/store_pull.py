@@ -290,7 +290,7 @@ def at_once(argvs):
             client.stdin.flush()
         records = []
         for client in clients:
-            output, _ = client.communicate(timeout=1800)
+            output = client.communicate(timeout=1800)[0]
             if client.returncode != 0:
                 raise RuntimeError("client %s failed (exit %d)" % (client.args, client.returncode))
             records.append(json.loads(output.strip().splitlines()[-1]))

@@ -339,6 +339,11 @@ def prunable(root, repo, keep, protected=()):
     return sorted(revision for _time, revision in revisions if revision not in kept) + sorted(partials)
 
 
+def model_key(repo, revision):
+    """REPO@REVISION: how a model at a revision is named across the roles (the pull's results, the services' links)."""
+    return "%s@%s" % (repo, revision)
+
+
 def mirror_commits(specs, mirrored):
     """{REPO@REVISION: commit} for each model spec: the revision itself when it is a commit, else the commit the
     mirror resolved it to (its manifest's models: {repo: {revision, commit}}), else a ModelError naming what to do."""
@@ -347,9 +352,9 @@ def mirror_commits(specs, mirrored):
         repo, revision = spec["repo"], spec["revision"]
         entry = (mirrored or {}).get(repo) or {}
         if is_commit(revision):
-            commits["%s@%s" % (repo, revision)] = revision
+            commits[model_key(repo, revision)] = revision
         elif entry.get("revision") == revision and is_commit(entry.get("commit")):
-            commits["%s@%s" % (repo, revision)] = entry["commit"]
+            commits[model_key(repo, revision)] = entry["commit"]
         else:
             raise ModelError(
                 "the mirror holds no %s at %s (%s): add it to the mirror's models and rebuild it, or pin the commit"

@@ -124,21 +124,28 @@ def served_link(model_root, name):
     return os.path.join(model_root, "served", name)
 
 
+def _hub_spec(name, model):
+    """A Hub model's options checked, with their defaults and its key (REPO@REVISION); errors name the instance."""
+    try:
+        spec = models.check_spec(model)
+    except models.ModelError as exc:
+        raise InvalidInstance("vLLM instance %r: %s" % (name, exc)) from None
+    spec["key"] = models.model_key(spec["repo"], spec["revision"])
+    return spec
+
+
 def _model(merged, model_root):
     """The instance's model: a path or cached name as given, or a Hub repository at a revision ({repo, revision,
     files, ignore}), which the instance serves offline through its link to the revision the models role pulled."""
     name, model = merged["name"], merged.get("model")
     if isinstance(model, dict):
-        try:
-            spec = models.check_spec(model)
-        except models.ModelError as exc:
-            raise InvalidInstance("vLLM instance %r: %s" % (name, exc)) from None
+        spec = _hub_spec(name, model)
         if not model_root:
             raise InvalidInstance(
                 "vLLM instance %r: a Hub model needs the models directory (instinct_model_root)" % name
             )
+        merged["model_key"] = spec.pop("key")
         merged["model"] = spec
-        merged["model_key"] = "%s@%s" % (spec["repo"], spec["revision"])
         merged["model_path"] = served_link(model_root, name)
         if not merged["served_model_name"]:
             merged["served_model_name"] = spec["repo"]  # what clients ask for, not the link's path
@@ -304,11 +311,7 @@ def hub_models(instances):
         model = instance.get("model") if isinstance(instance, dict) else None
         if not isinstance(model, dict):
             continue
-        try:
-            spec = models.check_spec(model)
-        except models.ModelError as exc:
-            raise InvalidInstance("vLLM instance %r: %s" % (instance.get("name"), exc)) from None
-        spec["key"] = "%s@%s" % (spec["repo"], spec["revision"])
+        spec = _hub_spec(instance.get("name"), model)
         other = found.setdefault(spec["key"], spec)
         if (other["files"], other["ignore"]) != (spec["files"], spec["ignore"]):
             raise InvalidInstance(

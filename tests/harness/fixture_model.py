@@ -77,6 +77,19 @@ def tokenizer(vocab):
     }  # fmt: skip
 
 
+# What the collection's default file patterns (module_utils/models.py DEFAULT_FILES and DEFAULT_IGNORE) take of
+# files(): not pytorch_model.bin (the same weights again) nor README.md.
+DEFAULT_SELECTION = [
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+]
+
+
 def files(seed=0, hidden=256, layers=2, vocab=2048, readme="A fixture model.\n"):
     """{path: bytes} of the repository: what a Llama repository on the Hub holds, in small."""
     settings = config(hidden, layers, vocab)

@@ -15,6 +15,11 @@ SECRET = "molecule-canary-key-5f3a9c"  # noqa: S105 - the test value the scenari
 VAULT_PASSWORD_FILE = Path(__file__).resolve().parents[2] / "shared" / "vault" / "password"
 
 
+def ephemeral_json(name):
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], name)) as handle:
+        return json.load(handle)
+
+
 def instinct_stack(subcommand, tmp_path, *args, timeout=1200, env=None):
     """The CLI against the scenario's inventory, its artifacts in tmp_path/run."""
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
@@ -70,7 +75,12 @@ def test_status_reads_the_converged_guest(tmp_path):
     assert row["rocm"].startswith("7.0.2") and row["gfx_arch"] == ["gfx942"]
     assert row["driver"]["reboot_pending"] is True  # amdgpu-dkms installed, no amdgpu module of its own loaded
     assert row["stack"]["vllm"] == "0.11.1" and len(row["stack"]["key"]) >= 12
-    assert row["services"] == [{"name": "vllm-fixture.service", "state": "active/running", "health": True}]
+    # The instance serves the mirror's model at the commit the mirror resolved main to.
+    commit = ephemeral_json("airgap-mirror/manifest.json")["models"]["instinct-fixtures/tiny-llama"]["commit"]
+    model = "instinct-fixtures/tiny-llama@" + commit
+    assert row["services"] == [
+        {"name": "vllm-fixture.service", "state": "active/running", "health": True, "model": model}
+    ]
     # Read-only: the driver check ran in check mode and the run changed nothing.
     events = [path.read_text() for path in (tmp_path / "run").rglob("job_events/*.json")]
     assert events and not any('"changed": true' in event for event in events)
