@@ -9,8 +9,9 @@ would, one host per batch:
 1. a revision change to the branch no-architectures (a config.json vLLM refuses): both nodes pull it before the
    serve play, node1 switches its link, its service fails at start, node1 goes back to main and fails; node2 keeps
    serving main, untouched;
-The refusals of a corrupted file and of a host short of disk are tested against a real store over HTTP in
-tests/unit/plugins/module_utils/test_model_pull.py (their scenario test comes back once its failure is understood).
+2. in one run, that revision's weights corrupted in the store and node1's copy gone: node1's pull refuses the file
+   and names it; node2's models directory on a 1 MiB file system: its pull is refused before it downloads, naming
+   the space; both keep serving main.
 """
 
 import json
@@ -20,6 +21,7 @@ import shlex
 import pytest
 from cluster_hosts import UNIT, invocation, nodes, playbook_json
 
+from instinct_stack.rollout import failure_message
 from tests.harness import fixture_model
 
 REPO = "instinct-fixtures/tiny-llama"
@@ -74,7 +76,8 @@ def run(tags, extra, *args):
 
 
 def failures(tasks):
-    return [(name, host, result.get("msg", "")) for name, host, result in tasks if result.get("failed")]
+    # A looped task's own message is "One or more items failed": the failed item's message is the one to read.
+    return [(name, host, failure_message(result)) for name, host, result in tasks if result.get("failed")]
 
 
 def link(host):
@@ -145,3 +148,46 @@ def test_a_revision_that_fails_health_goes_back_and_stops_the_rollout(broken_cha
     assert hosts["node1"].check_output("readlink %s.previous", LINK) == revision_dir(MAIN)
     assert invocation(hosts["node1"]) != before["node1"]["invocation"]
     assert invocation(hosts["node2"]) == before["node2"]["invocation"]
+
+
+@pytest.fixture(scope="module")
+def refused(broken_change):
+    """One run, two refusals: node1 pulls that revision again from its own store, whose weights are corrupted; node2's
+    models directory is a 1 MiB file system (the extra variable is templated per host)."""
+    node1, node2 = nodes()["node1"], nodes()["node2"]
+    weights = revision_dir(BROKEN, STORE) + "/model.safetensors"
+    # Flips the first byte: the same size, another sha256.
+    flip = (
+        "python3 -c \"import sys; f = open(sys.argv[1], 'r+b'); b = f.read(1); f.seek(0); "
+        'f.write(bytes([b[0] ^ 255]))" %s'
+    )
+    node1.check_output("sudo rm -rf %s %s.json", revision_dir(BROKEN), revision_dir(BROKEN))
+    node1.check_output("sudo " + flip, weights)
+    node2.check_output("sudo mkdir -p /mnt/small && sudo mount -t tmpfs -o size=1m tmpfs /mnt/small")
+    small = "{{ '/mnt/small' if inventory_hostname == 'node2' else '%s' }}" % MODELS
+    try:
+        yield run("models", {**instance("no-architectures"), "models_root": small})
+    finally:
+        node1.check_output("sudo " + flip, weights)
+        node2.check_output("sudo umount /mnt/small && sudo rmdir /mnt/small")
+
+
+def test_a_file_that_differs_from_the_stores_manifest_is_refused(refused, before):
+    rc, tasks = refused
+    assert rc != 0
+    (message,) = [msg for name, host, msg in failures(tasks) if host == "node1" and "Pull each model" in name]
+    assert "model.safetensors did not match the store's manifest (sha256 or size) and was removed" in message, message
+    node1 = nodes()["node1"]
+    assert not node1.file(revision_dir(BROKEN)).exists and not node1.file(revision_dir(BROKEN) + ".json").exists
+    assert link(node1) == revision_dir(MAIN) and health(node1) == "200"
+
+
+def test_a_host_short_of_disk_is_refused_before_it_downloads(refused, before):
+    rc, tasks = refused
+    (message,) = [msg for name, host, msg in failures(tasks) if host == "node2" and "Pull each model" in name]
+    assert "%s@%s" % (REPO, BROKEN) in message and "on this host needs" in message, message
+    assert "in /mnt/small" in message and "free space there" in message, message
+    node2 = nodes()["node2"]
+    assert node2.check_output("find /mnt/small -type f") == ""
+    assert link(node2) == revision_dir(MAIN) and health(node2) == "200"
+    assert invocation(node2) == before["node2"]["invocation"]
