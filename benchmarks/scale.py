@@ -37,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from benchmarks import ssh_meter
@@ -61,13 +62,67 @@ WHEEL_CACHE = "/var/cache/instinct-stack/wheels"
 FIXTURE_KNOBS = "/run/instinct-fixture"
 
 
-def run(argv, **kwargs):
-    return subprocess.run(argv, check=True, text=True, **kwargs)  # noqa: S603
+# The benchmark's own children (ansible-playbook, the per-host scripts' ssh), each in a session of its own: a signal
+# ends them all at once. Without this, SIGTERM's SystemExit waited in the script pool's exit for every running host's
+# script to finish, and only a second signal ended the run.
+CHILDREN = set()
+CHILDREN_LOCK = threading.Lock()
+STOPPING = threading.Event()
+# Seconds a child has to end after SIGTERM before it gets SIGKILL.
+STOP_GRACE = 5
+
+
+def run(argv, check=True, capture_output=False, **kwargs):
+    """subprocess.run for the benchmark's children: each in a new session that stop() can end whole. Refuses to start
+    one once the run is stopping (a script pool's queued hosts then end at once)."""
+    if STOPPING.is_set():
+        raise RuntimeError("the benchmark is stopping: %s not started" % argv[0])
+    if capture_output:
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    kwargs.setdefault("text", True)
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)  # noqa: S603
+    with CHILDREN_LOCK:
+        CHILDREN.add(proc)
+    try:
+        stdout, stderr = proc.communicate()
+    finally:
+        with CHILDREN_LOCK:
+            CHILDREN.discard(proc)
+    if check and proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv, stdout, stderr)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def end_children(signum):
+    with CHILDREN_LOCK:
+        running = list(CHILDREN)
+    for proc in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signum)
+
+
+def stop(signum, _frame):
+    """SIGTERM or SIGINT: end every child now (SIGKILL after STOP_GRACE), then leave through the finally blocks,
+    which stop the hosts and remove the mounts, namespaces and bridge. Further signals are ignored so the teardown
+    runs whole."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    STOPPING.set()
+    end_children(signal.SIGTERM)
+    killer = threading.Timer(STOP_GRACE, end_children, (signal.SIGKILL,))
+    killer.daemon = True
+    killer.start()
+    raise SystemExit(128 + signum)
+
+
+def install_stop_handlers():
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 def host_words(host, identity, command):
     """The words a shell command prints on host, over ssh; none if it fails (a host where nothing was built)."""
-    listing = subprocess.run(host.ssh(identity, command), capture_output=True, text=True, check=False)  # noqa: S603
+    listing = run(host.ssh(identity, command), capture_output=True, check=False)
     return listing.stdout.split()
 
 
@@ -167,7 +222,7 @@ def controller_traffic(workdir, run_name, phase, env):
 def timed(argv, log_path, **kwargs):
     """Runs argv to completion; returns its measured() figures and its output."""
     with measured() as figures, open(log_path, "w") as log:
-        result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False, text=True, **kwargs)  # noqa: S603
+        result = run(argv, stdout=log, stderr=subprocess.STDOUT, check=False, **kwargs)
     with open(log_path) as log:
         output = log.read()
     if result.returncode != 0:
@@ -357,8 +412,9 @@ def main(argv=None):
     if shutil.which("systemd-nspawn") is None:
         parser.error("systemd-nspawn is missing: apt-get install systemd-container")
 
-    # A plain kill still stops the hosts and removes the mounts, namespaces and bridge.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # A plain kill or Ctrl-C ends the run within seconds and still stops the hosts and removes the mounts, namespaces
+    # and bridge.
+    install_stop_handlers()
     workdir = os.path.abspath(args.workdir)
     shutil.rmtree(os.path.join(workdir, "logs"), ignore_errors=True)
     os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)

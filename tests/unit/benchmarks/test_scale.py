@@ -1,10 +1,13 @@
-"""The pure parts of the benchmark scripts: recap parsing, the inventory scale.py writes, its report table."""
+"""The pure parts of the benchmark scripts: recap parsing, the inventory scale.py writes, its report table; and how
+scale.py stops on a signal."""
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 from benchmarks import molecule_phases, scale
 
@@ -203,3 +206,48 @@ def test_a_fixture_knob_is_written_where_the_fixture_reads_it():
     with open(os.path.join(ROOT, "molecule", "shared", "mirror", "sources", "pytorch", "setup.py")) as handle:
         fixture = handle.read()
     assert '"/run/instinct-fixture/wheel-mb"' in fixture and '"/run/instinct-fixture/build-seconds"' in fixture
+
+
+# What scale.py does around its script pool, in a process of its own: hosts busy in a thread pool, the teardown in a
+# finally block. A unique sleep stands for each host's script.
+STOPPED_RUN = """
+import concurrent.futures
+from benchmarks import scale
+scale.install_stop_handlers()
+try:
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(scale.run, ["sleep", "%s"]) for _ in range(3)]
+        print("started", flush=True)
+        for future in futures:
+            future.result()
+finally:
+    print("torn down", flush=True)
+"""
+
+
+def test_a_signal_ends_the_run_within_seconds_and_still_tears_down():
+    marker = "600.%d" % os.getpid()
+    argv = [sys.executable, "-c", STOPPED_RUN % marker]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # noqa: S603
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 10
+        while running_sleeps(marker) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running_sleeps(marker) == 2
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        subprocess.run(["pkill", "-f", "sleep " + marker], check=False)  # noqa: S603, S607
+    # Ended by the first signal in well under the grace a stuck child gets, through the teardown, its children gone.
+    assert time.monotonic() - sent < scale.STOP_GRACE, stderr
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "torn down" in stdout, stderr
+    assert running_sleeps(marker) == 0
+
+
+def running_sleeps(marker):
+    found = subprocess.run(["pgrep", "-f", "sleep " + marker], capture_output=True, text=True, check=False)  # noqa: S603, S607
+    return len(found.stdout.split())
