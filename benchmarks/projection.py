@@ -37,9 +37,11 @@ machines of the cited figures; hosts do not slow each other down (on a cluster e
 on its own CPU, where on the measuring machine 16 hosts shared 2 cores); the measured per-host figures
 hold for any N; the fixture builds in the measured figures are left in.
 
-What it does not show: network bandwidth (every inference host pulls the multi-GB wheels from its build
-host's artifact store, not through the controller, so a build host's uplink carries one copy per host,
-and every host of the script pulls sources and wheels from the mirror at once); failures and retries;
+Bandwidth: every host's bytes (the stack archive, or the script's closure, and --model-gb) go through one store's
+uplink at its measured rate (BENCHMARKS.md, "Models from the store") or --uplink-gbps, whichever is lower, and that
+transfer is a third side of the max() above: where it is the slowest, the store's uplink sets the pace.
+
+What it does not show: the network beyond one store's uplink; failures and retries;
 hosts of different arch lists in one run beyond --archs; the model's weights and load time (the serve
 play's rolling batches wait for each batch's services); torchvision's build (the collection builds it,
 the script does not); ROCm's and the driver's install time on real hardware (a real apt install of
@@ -49,6 +51,7 @@ Run from the repository root (it reads nothing else and needs only the standard 
 
     .venv/bin/python -m benchmarks.projection
     .venv/bin/python -m benchmarks.projection --archs 2 --build-hosts 2
+    .venv/bin/python -m benchmarks.projection --model-gb 140 --uplink-gbps 25
 """
 
 import argparse
@@ -159,6 +162,40 @@ INPUTS = {
             ],
         },
     },
+    # What each host pulls, and how fast one store sends it (issue 29): the collection's hosts pull one stack archive
+    # (and the model) from their build host's store, the script's hosts the closure's wheels (and the model) from the
+    # mirror. Gigabytes (1e9 bytes) and MB/s (1e6 bytes per second).
+    "bytes": {
+        "stack_archive_gb": {
+            "low": 1.0,
+            "high": 2.1,
+            "sources": [
+                {
+                    "used": "low",
+                    "figure": "the fixtures' stack archive, 0.61 GB (zstd -3; the real closure from the index with a "
+                    "fixture torch), plus about 0.4 GB for a real torch built for one arch list against /opt/rocm: "
+                    "libtorch_hip.so alone is 1.3 GB uncompressed in torch 2.3.1+rocm6.0, whose wheel also bundles "
+                    "ROCm's libraries for every arch (a 13 GB venv)",
+                    "url": "https://github.com/pytorch/pytorch/issues/129165",
+                },
+                {
+                    "used": "high",
+                    "figure": "the rocm/pytorch image's `pip install torch/vision/audio/triton/apex` layer: 2.078 GB "
+                    "compressed (ROCm 7.2.4, PyTorch 2.10); those wheels bundle ROCm's libraries, which the "
+                    "collection's stacks take from /opt/rocm",
+                    "url": "https://github.com/ROCm/ROCm-docker/issues/166",
+                },
+            ],
+        },
+        # The fixtures' locked closure less the four built wheels, as downloaded (measured: stack_install's inputs).
+        "script_closure_gb": 0.56,
+        # One store (nginx, the vllm role's configuration) sending one 1.024 GB model to 16 hosts at once on this
+        # machine's bridge, bodies dropped: BENCHMARKS.md, "Models from the store" (2026-12-06). Bound by this
+        # machine's 2 cores and its bridge (one iperf3 stream: 2307 MB/s), so a lower bound for a real store server.
+        "store_mb_s": 2484,
+        "store_source": "BENCHMARKS.md, 'Models from the store', 2026-12-06: `benchmarks/store_pull.py --hosts 16 "
+        "--model-mb 1024`, nginx, 16 hosts downloading at once",
+    },
     "assumptions": [
         "each build takes its cited time on every host that runs it (the build host is a server like the others)",
         "PyTorch, Triton and vLLM build one after another (Triton and vLLM build against the new torch)",
@@ -171,13 +208,13 @@ INPUTS = {
         "the fixture builds inside the measured figures are left in",
     ],
     "not_shown": [
-        "network bandwidth: every inference host pulls the built wheels (gigabytes with a real torch) from "
-        "its build host's artifact store, not through the controller, so a build host's uplink carries one "
-        "copy per host; the script's hosts all pull sources and wheels from the mirror at once",
+        "the network beyond one store: every host's bytes go through one store's uplink (the store's measured rate "
+        "or --uplink-gbps, the lower), as if the hosts' own links and the switches never were the limit; the "
+        "transfer overlaps the hosts' other work (the slower of the two sets the pace)",
         "failures, retries and hosts that drop out mid-rollout",
         "hosts of several arch lists beyond what --archs says, and arch lists that need different sources",
-        "the model: its download and load time, which the serve play's rolling batches (serial 25%) "
-        "wait for batch by batch",
+        "the model's load time, which the serve play's rolling batches (serial 25%) wait for batch by batch "
+        "(its download is in the transfer, with --model-gb)",
         "torchvision's build (the collection builds it, the script does not)",
         "ROCm's and the driver's install on real hardware (here they came from the fixture mirror), and reboots",
     ],
@@ -204,19 +241,40 @@ def build_seconds(inputs, level):
     return 60 * sum(component["%s_min" % level] for component in inputs["builds"].values())
 
 
-def script_seconds(hosts, build_s, model, fanout):
-    """The field-guide script: every host builds everything, fanout hosts at a time, each on its own CPU."""
-    return math.ceil(hosts / fanout) * (model["one_host_s"] + build_s)
+def store_mb_s(inputs, uplink_gbps=None):
+    """What one store sends per second: its measured rate, or the uplink's line rate when that is lower."""
+    measured = inputs["bytes"]["store_mb_s"]
+    return measured if uplink_gbps is None else min(measured, uplink_gbps * 125.0)
 
 
-def collection_seconds(hosts, build_s, model, archs=1, build_hosts=1, forks=20, controller_cores=2):
-    """The collection: one build per distinct arch list, then every host's install and service, forks at a time."""
+def transfer_seconds(hosts, gb_per_host, rate_mb_s):
+    """Every host's bytes through one store's uplink."""
+    return hosts * gb_per_host * 1000.0 / rate_mb_s
+
+
+def script_seconds(hosts, build_s, model, fanout, transfer_s=0.0):
+    """The field-guide script: every host builds everything, fanout hosts at a time, each on its own CPU; the
+    mirror's uplink carries every host's downloads (transfer_s), overlapping the rest."""
+    return max(math.ceil(hosts / fanout) * (model["one_host_s"] + build_s), transfer_s)
+
+
+def collection_seconds(hosts, build_s, model, archs=1, build_hosts=1, forks=20, controller_cores=2, transfer_s=0.0):
+    """The collection: one build per distinct arch list, then every host's install and service, forks at a time,
+    paced by the slowest of the hosts' waves, the controller's CPU and the store's uplink (transfer_s)."""
     build_rounds = math.ceil(min(archs, hosts) / build_hosts)
     hosts_side = math.ceil(hosts / forks) * model["one_host_s"]
     controller_side = (model["cpu_one_host_s"] + (hosts - 1) * model["cpu_per_added_host_s"]) / min(
         controller_cores, forks
     )
-    return build_rounds * build_s + max(hosts_side, controller_side)
+    return build_rounds * build_s + max(hosts_side, controller_side, transfer_s)
+
+
+def uplink_limit(inputs, rate_mb_s, forks=20, controller_cores=2):
+    """Gigabytes per host above which one store's uplink, not the hosts or the controller, sets the pace of the
+    collection's rollout: both grow linearly with the hosts, so the threshold holds at any host count."""
+    model = measured_model(inputs, "collection", "first")
+    per_host_s = max(model["one_host_s"] / forks, model["cpu_per_added_host_s"] / min(controller_cores, forks))
+    return per_host_s * rate_mb_s / 1000.0
 
 
 def compile_hours(hosts, build_s, archs):
@@ -242,9 +300,13 @@ def hours(value):
     return "%.1f h" % value if value < 10 else "{:,} h".format(round(value))
 
 
-def projection_tables(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=20, controller_cores=2):
-    """The two Markdown tables (first rollout, no-op rerun), each cell low to high build times."""
+def projection_tables(
+    inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=20, controller_cores=2, model_gb=0.0, rate=None
+):
+    """The two Markdown tables (first rollout, no-op rerun), each cell low to high build times (and stack sizes)."""
     builds = {level: build_seconds(inputs, level) for level in ("low", "high")}
+    rate = rate or store_mb_s(inputs)
+    stack_gb = inputs["bytes"]["stack_archive_gb"]
     collection = {phase: measured_model(inputs, "collection", phase) for phase in ("first", "rerun")}
     script = {phase: measured_model(inputs, "script", phase) for phase in ("first", "rerun")}
     settings = {
@@ -264,12 +326,25 @@ def projection_tables(inputs, host_counts, archs=1, build_hosts=1, forks=20, scr
     for count in host_counts:
 
         def cells(phase, with_builds, count=count):
+            # A rerun moves no bytes: every host holds its stack and model.
+            script_bytes = inputs["bytes"]["script_closure_gb"] + model_gb if with_builds else 0.0
             row = []
             for fanout in (1, script_fanout):
-                low, high = (script_seconds(count, builds[lv], script[phase], fanout) for lv in ("low", "high"))
+                low, high = (
+                    script_seconds(
+                        count, builds[lv], script[phase], fanout, transfer_seconds(count, script_bytes, rate)
+                    )
+                    for lv in ("low", "high")
+                )
                 row.append(span(low, high))
             low, high = (
-                collection_seconds(count, builds[lv] if with_builds else 0, collection[phase], **settings)
+                collection_seconds(
+                    count,
+                    builds[lv] if with_builds else 0,
+                    collection[phase],
+                    transfer_s=transfer_seconds(count, stack_gb[lv] + model_gb, rate) if with_builds else 0.0,
+                    **settings,
+                )
                 for lv in ("low", "high")
             )
             row.append(span(low, high))
@@ -309,8 +384,23 @@ def check_table(inputs, forks=20, controller_cores=2):
     return "\n".join(lines)
 
 
-def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=20, controller_cores=2):
-    first, rerun = projection_tables(inputs, host_counts, archs, build_hosts, forks, script_fanout, controller_cores)
+def report(
+    inputs,
+    host_counts,
+    archs=1,
+    build_hosts=1,
+    forks=20,
+    script_fanout=20,
+    controller_cores=2,
+    model_gb=0.0,
+    uplink_gbps=None,
+):
+    rate = store_mb_s(inputs, uplink_gbps)
+    first, rerun = projection_tables(
+        inputs, host_counts, archs, build_hosts, forks, script_fanout, controller_cores, model_gb, rate
+    )
+    stack_gb = inputs["bytes"]["stack_archive_gb"]
+    limit_gb = uplink_limit(inputs, rate, forks, controller_cores)
     collection = measured_model(inputs, "collection", "first")
     script = measured_model(inputs, "script", "first")
     low, high = build_seconds(inputs, "low"), build_seconds(inputs, "high")
@@ -320,7 +410,11 @@ def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=
         "times are published figures (below), the rest is what `benchmarks/scale.py` measured with fixture "
         "builds (a small CMake + Ninja compile).",
         "",
-        "Measured inputs: " + inputs["measured"]["source"] + ".",
+        "Measured inputs: "
+        + inputs["measured"]["source"]
+        + "; the store's rate: "
+        + inputs["bytes"]["store_source"]
+        + ".",
         "",
         "- collection: one host's first rollout %.1f s; controller CPU %.1f s for it and %.2f s per added host"
         % (collection["one_host_s"], collection["cpu_one_host_s"], collection["cpu_per_added_host_s"]),
@@ -337,9 +431,28 @@ def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=
             ),
         ),
         "",
-        "Model: script = ceil(N / fan-out) x (per-host time + B); collection = ceil(arch lists / build hosts) x B "
-        "+ max(ceil(N / forks) x one-host time, controller CPU / min(%d controller cores, forks)); "
-        "B = the builds above. Each cell: low to high build times." % controller_cores,
+        "- bytes per host: the collection's stack archive %.1f GB (low) to %.1f GB (high), the script's closure "
+        "%.2f GB, and the model %.0f GB (--model-gb) on both; one store sends %.0f MB/s (%s)"
+        % (
+            stack_gb["low"],
+            stack_gb["high"],
+            inputs["bytes"]["script_closure_gb"],
+            model_gb,
+            rate,
+            "its measured rate" if rate == inputs["bytes"]["store_mb_s"] else "a %g Gb/s uplink" % uplink_gbps,
+        ),
+        "",
+        "Model: script = max(ceil(N / fan-out) x (per-host time + B), N x bytes / store rate); collection = "
+        "ceil(arch lists / build hosts) x B + max(ceil(N / forks) x one-host time, controller CPU / min(%d "
+        "controller cores, forks), N x bytes / store rate); B = the builds above. Each cell: low to high build "
+        "times and stack sizes." % controller_cores,
+        "",
+        "Where one store's uplink sets the pace: above %.1f GB per host at %.0f MB/s (a host's share of the "
+        "rollout's own time, the same at any host count). A stack archive (%.1f-%.1f GB) stays below it; a model "
+        "does not (a 70B model in bf16 is 140 GB, %s per host through one store). Then a site serves the bytes "
+        "from more than one place: a store per arch list's build host (the build farm), a mirror per rack "
+        "(instinct_mirror_url per group), or the model from a parallel file system as a local path."
+        % (limit_gb, rate, stack_gb["low"], stack_gb["high"], duration(140 * 1000.0 / rate)),
         "",
         "From bare metal to serving (first rollout):",
         "",
@@ -380,6 +493,9 @@ def report(inputs, host_counts, archs=1, build_hosts=1, forks=20, script_fanout=
                 "- %s, %s: %s. Machine: %s. Version: %s. <%s>"
                 % (name, source["used"], source["figure"], source["machine"], source["version"], source["url"])
             )
+    lines += ["", "Stack sizes, with their sources:", ""]
+    for source in inputs["bytes"]["stack_archive_gb"]["sources"]:
+        lines.append("- %s: %s. <%s>" % (source["used"], source["figure"], source["url"]))
     return "\n".join(lines)
 
 
@@ -395,10 +511,18 @@ def main(argv=None):
     parser.add_argument(
         "--controller-cores", type=int, default=2, help="the controller's cores (default: 2, the measuring machine)"
     )
+    parser.add_argument(
+        "--model-gb", type=float, default=0.0, help="the model's size every host pulls (default: 0; 140 for a 70B)"
+    )
+    parser.add_argument(
+        "--uplink-gbps", type=float, help="the store's uplink in Gb/s, when below its measured rate (default: none)"
+    )
     args = parser.parse_args(argv)
     for name in ("archs", "build_hosts", "forks", "script_fanout", "controller_cores"):
         if getattr(args, name) < 1:
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
+    if args.model_gb < 0 or (args.uplink_gbps is not None and args.uplink_gbps <= 0):
+        parser.error("--model-gb must be 0 or more and --uplink-gbps more than 0")
     if min(args.hosts) < 1:
         parser.error("--hosts must be at least 1")
     print(
@@ -410,6 +534,8 @@ def main(argv=None):
             forks=args.forks,
             script_fanout=args.script_fanout,
             controller_cores=args.controller_cores,
+            model_gb=args.model_gb,
+            uplink_gbps=args.uplink_gbps,
         )
     )
     return 0

@@ -32,6 +32,13 @@ SMALL = {
         "triton": {"low_min": 5, "high_min": 5, "sources": []},
         "vllm": {"low_min": 5, "high_min": 15, "sources": []},
     },
+    # 1 GB (low) to 2 GB (high) of stack, 0.5 GB of closure, one store at 1000 MB/s.
+    "bytes": {
+        "stack_archive_gb": {"low": 1.0, "high": 2.0, "sources": [{"used": "low", "figure": "f", "url": "u"}]},
+        "script_closure_gb": 0.5,
+        "store_mb_s": 1000,
+        "store_source": "a store",
+    },
     "assumptions": ["an assumption"],
     "not_shown": ["a thing not shown"],
 }
@@ -82,6 +89,26 @@ def test_the_controller_paces_the_collection_when_its_cpu_is_the_slower_side():
     assert projection.collection_seconds(101, 0, model, forks=100, controller_cores=8) == 60
     # Forks cap the cores the controller can use.
     assert projection.collection_seconds(101, 0, model, forks=1, controller_cores=8) == 101 * 30
+
+
+def test_one_stores_uplink_paces_the_collection_when_the_bytes_are_the_slower_side():
+    model = projection.measured_model(SMALL, "collection", "first")
+    assert projection.store_mb_s(SMALL) == 1000
+    # A 4 Gb/s uplink sends 500 MB/s, below the store's measured 1000; a 100 Gb/s one does not raise it.
+    assert projection.store_mb_s(SMALL, 4) == 500 and projection.store_mb_s(SMALL, 100) == 1000
+    # 11 hosts x 2 GB at 1000 MB/s: 22 s, under three waves of 30 s; with a 10 GB model, 132 s sets the pace.
+    assert projection.transfer_seconds(11, 2.0, 1000) == 22
+    waves = projection.collection_seconds(11, 0, model, forks=5, transfer_s=22)
+    assert waves == 90
+    assert (
+        projection.collection_seconds(11, 0, model, forks=5, transfer_s=projection.transfer_seconds(11, 12, 1000))
+        == 132
+    )
+    # The threshold: a host's share of the rollout, max(30 / 5, 2 / 2) = 6 s, at 1000 MB/s is 6 GB per host.
+    assert projection.uplink_limit(SMALL, 1000, forks=5, controller_cores=2) == 6.0
+    # The script's mirror carries every host's downloads too.
+    script = projection.measured_model(SMALL, "script", "first")
+    assert projection.script_seconds(11, 0, script, 11, transfer_s=50) == 50
 
 
 def test_arch_lists_build_one_after_another_per_build_host():
@@ -141,6 +168,7 @@ def test_the_report_says_it_is_a_projection_and_names_its_inputs():
     # The measuring machine's own growth, 10 s per added host: 30 + 30 x 10 = 330 s at 31 hosts, where the model
     # gives 7 waves of 30 s.
     assert "would be 6 min at 31 hosts, not 4 min" in text
+    assert "above 6.0 GB per host at 1000 MB/s" in text and "- low: f. <u>" in text
 
 
 def test_main_refuses_nonsense_and_prints_the_default_projection(capsys):
@@ -149,3 +177,7 @@ def test_main_refuses_nonsense_and_prints_the_default_projection(capsys):
     assert projection.main(["--archs", "2", "--build-hosts", "2"]) == 0
     out = capsys.readouterr().out
     assert "| 1000 |" in out and "(2 arch lists, 2 build hosts, forks 20)" in out
+    with pytest.raises(SystemExit):
+        projection.main(["--uplink-gbps", "0"])
+    assert projection.main(["--model-gb", "140", "--uplink-gbps", "10"]) == 0
+    assert "one store sends 1250 MB/s (a 10 Gb/s uplink)" in capsys.readouterr().out
