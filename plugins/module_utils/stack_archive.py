@@ -212,6 +212,15 @@ def pack(stack_dir, archive_dir, key, runner=subprocess.run):
     return read_published(archive_dir, key)
 
 
+def read_mark(stack_dir):
+    """The build host's ASSEMBLED mark of stack_dir ({"sha256": ..., "file": ...}), or None."""
+    try:
+        with open(os.path.join(stack_dir, ASSEMBLED)) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
 def build(
     stacks_dir,
     key,
@@ -221,21 +230,28 @@ def build(
     amdsmi_src="/opt/rocm/share/amd_smi",
     python="python3",
     compile_bytecode=True,
+    pack_archive=True,
     check_mode=False,
     runner=subprocess.run,
 ):
     """On the build host: the published archive of key, assembling, checking and packing the stack first when there
-    is none. A result dict: changed, assembled (installed here by this call), archive (the info), check."""
+    is none. With pack_archive false (no other host needs the stack) the stack is assembled in place and marked, and
+    no archive is made; a later call that packs takes that assembly as it is. A result dict: changed, assembled
+    (installed here by this call), archive (the info, or None), check."""
     published = read_published(archive_dir, key)
     if published:
         return {"changed": False, "assembled": False, "archive": published, "check": None}
+    stack_dir = os.path.join(stacks_dir, key)
+    # A stack this host verified (it is an inference host too) or assembled whole (its mark) is packed as it is;
+    # anything else under the key is what an interrupted assembly left, made anew.
+    verified_here = os.path.isfile(os.path.join(stack_dir, RECORD))
+    in_place = verified_here or read_mark(stack_dir) is not None
+    if in_place and not pack_archive:
+        return {"changed": False, "assembled": False, "archive": None, "check": None}
     if check_mode:
         return {"changed": True, "assembled": False, "archive": None, "check": None}
-    stack_dir = os.path.join(stacks_dir, key)
     timings = {}
-    # A stack this host verified (it is an inference host too) is packed as it is; anything else under the key is
-    # what an interrupted assembly left, made anew.
-    assembled = not os.path.isfile(os.path.join(stack_dir, RECORD))
+    assembled = not in_place
     if assembled:
         start = time.time()
         assemble(stack_dir, lock_file, pip_args, amdsmi_src, python, compile_bytecode, runner)
@@ -247,13 +263,17 @@ def build(
             "the stack %s assembled in %s is not a ROCm stack: %s (%s); nothing was published"
             % (key, stack_dir, "; ".join(wrong), json.dumps(found, sort_keys=True))
         )
-    start = time.time()
-    info = pack(stack_dir, archive_dir, key, runner)
-    timings["pack"] = round(time.time() - start, 1)
-    if assembled:
-        # On disk before the mark that lets this host take the stack without downloading it.
-        _run(runner, ["sync", "--file-system", stack_dir], "writing the stack to disk")
-        _write_json(os.path.join(stack_dir, ASSEMBLED), {"sha256": info["sha256"], "file": info["file"]})
+    info = None
+    if pack_archive:
+        start = time.time()
+        info = pack(stack_dir, archive_dir, key, runner)
+        timings["pack"] = round(time.time() - start, 1)
+    if not verified_here:
+        if assembled:
+            # On disk before the mark that lets this host take the stack without downloading it.
+            _run(runner, ["sync", "--file-system", stack_dir], "writing the stack to disk")
+        mark = {"sha256": info["sha256"], "file": info["file"]} if info else {"sha256": "", "file": ""}
+        _write_json(os.path.join(stack_dir, ASSEMBLED), mark)
     return {"changed": True, "assembled": assembled, "archive": info, "check": found, "seconds": timings}
 
 
@@ -280,13 +300,14 @@ def install(url, sha256, stacks_dir, key, check_mode=False, opener=open_url, run
     target = os.path.join(stacks_dir, key)
     if os.path.isfile(os.path.join(target, RECORD)):
         return {"changed": False, "source": "verified", "downloaded": 0, "path": target}
-    try:
-        with open(os.path.join(target, ASSEMBLED)) as handle:
-            mark = json.load(handle)
-    except (IOError, OSError, ValueError):
-        mark = {}
+    mark = read_mark(target) or {}
     if mark.get("sha256") == sha256:
         return {"changed": False, "source": "assembled", "downloaded": 0, "path": target}
+    if not sha256:
+        raise ArchiveError(
+            "no archive of the stack %s was published and this host has no assembly of it in place: the build host "
+            "packs one when a host other than it needs the stack; run the rollout again with this host in it" % key
+        )
     if check_mode:
         return {"changed": True, "source": "archive", "downloaded": 0, "path": target}
     if not os.path.isdir(stacks_dir):

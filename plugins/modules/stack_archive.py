@@ -23,8 +23,10 @@ description:
     O(archive_dir)/KEY-SHA256PREFIX.tar.zst (tar and zstd) and publishes C(KEY.json) beside it (C(file),
     C(sha256), C(size)), each by one rename. Then marks the directory C(.assembled) with the archive's sha256, so
     that this host, when it is an inference host too, takes the stack in place instead of downloading it.
-  - A stack this host verified already (its C(.verified) record) is packed as it is. A directory of the key
-    without that record is what an interrupted assembly left, and is made anew.
+  - A stack this host verified already (its C(.verified) record) or assembled whole (its C(.assembled) mark) is
+    packed as it is. A directory of the key without either is what an interrupted assembly left, and is made anew.
+  - With O(pack=false) (no host other than this one needs the stack) the stack is assembled in place and marked
+    C(.assembled) with an empty sha256, and no archive is made; a later run with O(pack=true) packs that assembly.
   - When the archive of O(key) is published (its C(KEY.json) and a file of the recorded size) nothing is done.
 requirements:
   - tar and zstd on the build host (the vllm role's C(vllm_host_packages)).
@@ -64,6 +66,12 @@ options:
     description: Compile the stack's Python files to bytecode (pip's default); the archive carries the bytecode.
     type: bool
     default: true
+  pack:
+    description:
+      - Pack the stack into its archive. False when this host is the only one that needs the stack, which it then
+        takes in place (M(instinct.stack.stack_install) with an empty O(instinct.stack.stack_install#module:sha256)).
+    type: bool
+    default: true
 attributes:
   check_mode:
     description: Reports whether the archive would be made, without assembling anything.
@@ -85,7 +93,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 archive:
-  description: The published archive, C(key), C(file) (its name in O(archive_dir)), C(sha256), C(size) and C(path).
+  description:
+    - The published archive, C(key), C(file) (its name in O(archive_dir)), C(sha256), C(size) and C(path).
+    - None when O(pack=false) and no archive of O(key) is published.
   returned: success and not check mode
   type: dict
 assembled:
@@ -118,6 +128,7 @@ def main():
             amdsmi_src=dict(type="path", default="/opt/rocm/share/amd_smi"),
             python=dict(type="str", default="python3"),
             compile=dict(type="bool", default=True),
+            pack=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -132,6 +143,7 @@ def main():
             amdsmi_src=p["amdsmi_src"],
             python=p["python"],
             compile_bytecode=p["compile"],
+            pack_archive=p["pack"],
             check_mode=module.check_mode,
         )
     except ArchiveError as exc:

@@ -24,7 +24,8 @@ description:
     findings and O(record)).
   - A stack with its C(.verified) record is left as it is and nothing is downloaded. The build host's own
     stack, assembled in place for this very archive (its C(.assembled) mark), is verified where it is, without a
-    download. Any other directory of the key (a stack that failed its verification) is replaced.
+    download; so is the stack of a build host that alone needs it, assembled in place with no archive (an empty
+    O(sha256)). Any other directory of the key (a stack that failed its verification) is replaced.
 requirements:
   - tar and zstd on the host (the vllm role's C(vllm_host_packages)).
 author:
@@ -43,7 +44,10 @@ options:
     type: str
     required: true
   sha256:
-    description: The archive's sha256, as the build host recorded it.
+    description:
+      - The archive's sha256, as the build host recorded it.
+      - Empty when no archive was packed (M(instinct.stack.stack_archive) with C(pack=false)); then only the build
+        host's own assembly in place is taken, and any other host fails, naming the stack.
     type: str
     required: true
   record:

@@ -143,6 +143,42 @@ def test_a_stack_this_host_verified_is_packed_as_it_is_without_its_record(build_
     assert not os.path.exists(os.path.join(stack, ".assembled"))
 
 
+def test_a_build_host_that_alone_needs_the_stack_takes_it_in_place_and_packs_nothing(build_host):
+    runner = Runner()
+    result = build(build_host, runner, pack_archive=False)
+    assert result["changed"] and result["assembled"] and result["archive"] is None
+    assert not runner.named("tar") and not os.path.exists(build_host["archive_dir"])
+    stack = os.path.join(build_host["stacks_dir"], KEY)
+    with open(os.path.join(stack, ".assembled")) as handle:
+        assert json.load(handle) == {"sha256": "", "file": ""}
+    # Taken in place with no archive; nothing is asked of a store.
+    taken = stack_archive.install("http://127.0.0.1:9/stacks/", "", build_host["stacks_dir"], KEY)
+    assert taken == {"changed": False, "source": "assembled", "downloaded": 0, "path": stack}
+    # The next run changes nothing.
+    runner = Runner()
+    again = build(build_host, runner, pack_archive=False)
+    assert not again["changed"] and again["archive"] is None and runner.calls == []
+
+
+def test_a_later_run_that_needs_the_archive_packs_the_assembly_as_it_is(build_host):
+    build(build_host, Runner(), pack_archive=False)
+    runner = Runner()
+    result = build(build_host, runner)
+    assert result["changed"] and not result["assembled"] and not runner.named("pip")
+    archive = result["archive"]
+    assert "./.assembled" not in members(archive["path"])
+    # The mark now names the archive, so the build host still takes its stack in place.
+    with open(os.path.join(build_host["stacks_dir"], KEY, ".assembled")) as handle:
+        assert json.load(handle) == {"sha256": archive["sha256"], "file": archive["file"]}
+
+
+def test_a_host_with_no_archive_to_pull_and_no_assembly_is_refused(tmp_path):
+    with pytest.raises(stack_archive.ArchiveError) as error:
+        stack_archive.install("http://127.0.0.1:9/stacks/", "", str(tmp_path / "stacks"), KEY)
+    assert "no archive of the stack %s was published" % KEY in str(error.value)
+    assert not (tmp_path / "stacks").exists()
+
+
 def test_an_interrupted_assembly_is_made_anew(build_host):
     stack = os.path.join(build_host["stacks_dir"], KEY)
     os.makedirs(os.path.join(stack, "venv", "half"))
