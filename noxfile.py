@@ -2,7 +2,7 @@
 meta/runtime.yml claims and this machine's Python can run, each in its own virtualenv.
 
     nox --envdir build/nox -s compat          # every such release (scripts/test.sh's sanity stage)
-    nox --envdir build/nox -s "compat(core='2.18')"
+    nox --envdir build/nox -s "compat(core='2.19')"
 
 A release this Python cannot run (ansible-core 2.20 needs Python 3.12) is listed as skipped, not tested.
 """
