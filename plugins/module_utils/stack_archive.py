@@ -31,6 +31,8 @@ from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.instinct.stack.plugins.module_utils.stack_lock import sha256 as sha256_file
+
 SUFFIX = ".tar.zst"
 RECORD = ".verified"
 # The build host's mark of a stack it assembled in place and packed: {"sha256": the archive's}. Like the record it
@@ -58,14 +60,6 @@ CHECK_CODE = (
 
 class ArchiveError(Exception):
     pass
-
-
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def archive_name(key, digest):
