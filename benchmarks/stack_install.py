@@ -14,6 +14,9 @@ CLI does (plugins/module_utils/stack_archive.py):
 - unpack: `tar --extract --zstd` of the same archive into an empty directory and a sync, nothing else: the limit the
   issue's target is stated against (a host's install at most 2x the time to unpack the same bytes).
 
+With --formats, the last run's stack is also packed once with each compressor in FORMATS (pack time, size, unpack
+time and a sync): why the archive is zstd at level 3 (plugins/module_utils/stack_archive.py).
+
 Bytecode as the role's default (vllm_stack_pip_compile: true) unless --no-compile. The stack's own check (importing
 torch and vLLM in the new venv) is the same on every way and is not timed. All files on one file system (--workdir):
 the stack's absolute path is the same for every way, as on the hosts. Where the kernel lets it, the page cache is
@@ -23,7 +26,7 @@ The inputs are a stack lock and the directories holding its files, as the build 
 (/var/cache/instinct-stack/locks/KEY/stack-lock.txt, the wheel cache and the closure's downloaded wheels):
 
     .venv/bin/python -m benchmarks.stack_install --lock LOCK --find-links DIR [--find-links DIR ...] \
-        [--repeat 3] [--workdir build/bench-stack-install] [--no-compile]
+        [--repeat 3] [--workdir build/bench-stack-install] [--no-compile] [--formats]
 
 Results go to stdout and to benchmarks/results/stack-install-DATE.json and .txt. The work directory is removed at
 the end (also on Ctrl-C and SIGTERM) unless --keep.
@@ -146,6 +149,44 @@ def unpack_only(archive, target):
     run(["sync", "--file-system", target])
 
 
+# Each compressor as tar runs it: (name, compress program, decompress program). gzip is single-threaded (the
+# distribution's); xz at its fastest level, since its default takes minutes for a stack on two cores.
+FORMATS = (
+    ("zstd -1", "zstd -T0 -1", "zstd -d"),
+    ("zstd -3 (the archive's)", "zstd -T0 -3", "zstd -d"),
+    ("zstd -9", "zstd -T0 -9", "zstd -d"),
+    ("gzip -6", "gzip -6", "gzip -d"),
+    ("xz -1", "xz -T0 -1", "xz -d -T0"),
+)
+
+
+def unpack_and_sync(extract, target):
+    run(extract)
+    run(["sync", "--file-system", target])
+
+
+def compare_formats(stack_dir, work):
+    """Pack stack_dir with each of FORMATS and unpack it again: [{name, pack, bytes, unpack}], one run each."""
+    rows = []
+    archive = os.path.join(work, "format.tar")
+    target = os.path.join(work, "format-unpacked")
+    for name, compress, decompress in FORMATS:
+        drop_caches()
+        create = ["tar", "--create", "--file", archive, "--directory", stack_dir, "--use-compress-program", compress]
+        pack_seconds, _ = timed(run, create + ["."])
+        size = os.path.getsize(archive)
+        shutil.rmtree(target, ignore_errors=True)
+        os.makedirs(target)
+        drop_caches()
+        extract = ["tar", "--extract", "--file", archive, "--directory", target, "--use-compress-program", decompress]
+        unpack_seconds, _ = timed(unpack_and_sync, extract, target)
+        rows.append({"name": name, "pack": pack_seconds, "bytes": size, "unpack": unpack_seconds})
+        print("  %-24s pack %6.1f s  %6.2f GB  unpack %6.1f s" % (name, pack_seconds, size / 1e9, unpack_seconds))
+        os.unlink(archive)
+        shutil.rmtree(target)
+    return rows
+
+
 def summary(values):
     return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": values}
 
@@ -199,6 +240,7 @@ def measure(args, work):
         times["unpack"].append(seconds)
         print("  unpack  %7.1f s" % seconds, flush=True)
         shutil.rmtree(os.path.join(work, "unpacked"))
+    formats = compare_formats(stack_dir, work) if args.formats else []
     with open(args.lock) as handle:
         locked = sum(1 for line in handle if line.strip() and not line.startswith("#"))
     return {
@@ -215,6 +257,7 @@ def measure(args, work):
         "stack_bytes": stack_bytes,
         "archive_bytes": info["size"],
         "seconds": {way: summary(values) for way, values in times.items()},
+        "formats": formats,
     }
 
 
@@ -252,6 +295,11 @@ def table(result):
             s["uv"]["median"] / s["archive"]["median"],
         )
     )
+    if result.get("formats"):
+        lines.append("each compressor, one run on the same stack (tar; unpack includes a sync):")
+        lines.append("%-44s %8s %8s %8s" % ("format", "pack s", "GB", "unpack s"))
+        for row in result["formats"]:
+            lines.append("%-44s %8.1f %8.2f %8.1f" % (row["name"], row["pack"], row["bytes"] / 1e9, row["unpack"]))
     return "\n".join(lines)
 
 
@@ -263,6 +311,7 @@ def main(argv=None):
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-stack-install"))
     parser.add_argument("--no-compile", dest="compile", action="store_false", help="no bytecode (the default compiles)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--formats", action="store_true", help="also pack and unpack the stack with each of FORMATS")
     args = parser.parse_args(argv)
     args.lock = os.path.abspath(args.lock)
     work = os.path.abspath(args.workdir)
