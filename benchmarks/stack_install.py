@@ -173,13 +173,13 @@ def compare_formats(stack_dir, work):
     for name, compress, decompress in FORMATS:
         drop_caches()
         create = ["tar", "--create", "--file", archive, "--directory", stack_dir, "--use-compress-program", compress]
-        pack_seconds, _ = timed(run, create + ["."])
+        pack_seconds = timed(run, create + ["."])[0]
         size = os.path.getsize(archive)
         shutil.rmtree(target, ignore_errors=True)
         os.makedirs(target)
         drop_caches()
         extract = ["tar", "--extract", "--file", archive, "--directory", target, "--use-compress-program", decompress]
-        unpack_seconds, _ = timed(unpack_and_sync, extract, target)
+        unpack_seconds = timed(unpack_and_sync, extract, target)[0]
         rows.append({"name": name, "pack": pack_seconds, "bytes": size, "unpack": unpack_seconds})
         print("  %-24s pack %6.1f s  %6.2f GB  unpack %6.1f s" % (name, pack_seconds, size / 1e9, unpack_seconds))
         os.unlink(archive)
@@ -203,13 +203,13 @@ def measure(args, work):
     for repeat in range(args.repeat):
         print("run %d of %d" % (repeat + 1, args.repeat), flush=True)
         cache_dropped &= drop_caches()
-        seconds, _ = timed(install_with_uv, stack_dir, args.lock, links, uv, args.compile)
+        seconds = timed(install_with_uv, stack_dir, args.lock, links, uv, args.compile)[0]
         times["uv"].append(seconds)
         print("  uv      %7.1f s" % seconds, flush=True)
         cache_dropped &= drop_caches()
-        seconds, _ = timed(
-            stack_archive.assemble, stack_dir, args.lock, links, AMDSMI_SRC, sys.executable, args.compile
-        )
+        seconds = timed(stack_archive.assemble, stack_dir, args.lock, links, AMDSMI_SRC, sys.executable, args.compile)[
+            0
+        ]
         times["pip"].append(seconds)
         print("  pip     %7.1f s" % seconds, flush=True)
         stack_bytes = tree_bytes(stack_dir)
@@ -236,7 +236,7 @@ def measure(args, work):
             flush=True,
         )
         cache_dropped &= drop_caches()
-        seconds, _ = timed(unpack_only, info["path"], os.path.join(work, "unpacked"))
+        seconds = timed(unpack_only, info["path"], os.path.join(work, "unpacked"))[0]
         times["unpack"].append(seconds)
         print("  unpack  %7.1f s" % seconds, flush=True)
         shutil.rmtree(os.path.join(work, "unpacked"))
@@ -250,7 +250,7 @@ def measure(args, work):
         "uv": uv_version,
         "pip": subprocess.run(  # noqa: S603
             [sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, check=True
-        ).stdout.split(" from ")[0],
+        ).stdout.split(" from ", maxsplit=1)[0],
         "compile_bytecode": args.compile,
         "page_cache_dropped": cache_dropped,
         "locked_files": locked,
@@ -304,7 +304,7 @@ def table(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--lock", required=True, help="a stack lock (stack-lock.txt)")
     parser.add_argument("--find-links", action="append", required=True, help="a directory holding the lock's files")
     parser.add_argument("--repeat", type=int, default=3)

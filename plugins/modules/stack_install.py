@@ -139,7 +139,8 @@ def main():
             result["record"] = json.load(handle)
         module.exit_json(**result)
     if module.check_mode:
-        module.exit_json(**dict(result, changed=True))
+        result["changed"] = True
+        module.exit_json(**result)
     try:
         found = stack_archive.check_stack(stack_dir)
         wrong = stack_archive.problems(found, gpu=p["verify_gpu"] and os.path.exists("/dev/kfd"))

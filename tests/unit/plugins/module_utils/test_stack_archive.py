@@ -39,8 +39,8 @@ def fake_python(path, found):
 class Runner:
     """subprocess.run for tar, zstd and sync; a virtualenv and pip stood in for; every argv recorded."""
 
-    def __init__(self, found=GOOD, pip_fails=False):
-        self.found = found
+    def __init__(self, found=None, pip_fails=False):
+        self.found = GOOD if found is None else found
         self.pip_fails = pip_fails
         self.calls = []
 
@@ -57,7 +57,7 @@ class Runner:
             with open(os.path.join(site, "installed-%d.txt" % len(self.calls)), "w") as handle:
                 handle.write(" ".join(argv))
             return subprocess.CompletedProcess(argv, 0, "Successfully installed\n")
-        return subprocess.run(argv, **kwargs)  # noqa: S603 - tar, zstd and sync with the module's own arguments
+        return subprocess.run(argv, check=kwargs.pop("check", False), **kwargs)  # noqa: S603 - tar, zstd and sync with the module's own arguments
 
     def named(self, word):
         return [call for call in self.calls if word in " ".join(call)]
@@ -193,7 +193,7 @@ def test_a_stack_that_is_no_rocm_build_is_not_published(build_host):
     message = str(error.value)
     assert "torch.version.hip is not set" in message and "torchvision has no HIP kernel" in message
     # The platform needs a loaded driver: not asked of a build host.
-    assert "platform" not in message.split("(")[0] and "nothing was published" in message
+    assert "platform" not in message.split("(", maxsplit=1)[0] and "nothing was published" in message
     assert not os.path.exists(build_host["archive_dir"]) or os.listdir(build_host["archive_dir"]) == []
 
 

@@ -36,9 +36,9 @@ def verified_stack(stacks_dir, found):
         handle.write("{}")
 
 
-def publish(tmp_path, capsys, found=FOUND):
+def publish(tmp_path, capsys, found=None):
     build_stacks = str(tmp_path / "build" / "stacks")
-    verified_stack(build_stacks, found)
+    verified_stack(build_stacks, FOUND if found is None else found)
     args = {
         "key": KEY,
         "stacks_dir": build_stacks,
