@@ -12,8 +12,8 @@ unpacks it into a hidden staging directory, writes it to disk and publishes it w
 is there whole or not at all. The verification (verify()) then writes STACKS/KEY/.verified, which alone makes a
 stack switchable.
 
-zstd and not Python's tarfile: tarfile reads zstd only from Python 3.14; gzip unpacks about 3x slower and xz about
-8x (BENCHMARKS.md, "Stack install"). tar and zstd run as commands.
+zstd and not Python's tarfile: tarfile reads zstd only from Python 3.14; gzip unpacks the stack 2.3x slower and xz 2.7x
+(BENCHMARKS.md, "Stack install"). tar and zstd run as commands.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,7 +42,8 @@ HOST_ONLY = (RECORD, ASSEMBLED)
 LOCK_FILE = "stack-lock.txt"
 BLOCK = 1 << 20
 TIMEOUT = 60
-# Levels 1 to 3 pack the fixtures' 2.1 GB stack in about the same time on two cores; 3 is 13% smaller (BENCHMARKS.md).
+# Levels 1 and 3 pack the fixtures' 2.1 GB stack in about the same time on two cores, 3 is 14% smaller; 9 takes 2.7x as
+# long for 12% less (BENCHMARKS.md, "Stack install").
 ZSTD_LEVEL = 3
 
 # What a stack must show in its own interpreter: torch built for HIP, vLLM's platform (found through amdsmi), and
