@@ -34,7 +34,6 @@ KVM_HANGS_MARKER = os.path.join(
 )
 KVM_HANGS_REMEMBER_S = 86400
 SSH_READY_S = 420
-TCG_CPU_MODEL = "Westmere"
 GUEST_USER = "ansible"
 
 
@@ -102,15 +101,13 @@ def boot(args, accel, paths, port, key_b64):
     for stale in (paths["serial"], paths["pid"]):
         if os.path.exists(stale):
             os.unlink(stale)
-    # Under TCG every guest instruction is emulated, and the wider the CPU model the slower the guest: with "max"
-    # (AVX2, BMI2) glibc and zstd take vector paths that TCG runs worst. Westmere is x86-64-v2 (SSE4.2, POPCNT),
-    # which every wheel of a stack and Debian's packages run on; unpacking a stack's 2.06 GB, 55401 files took
-    # 108.9 s under "max" and 83.9 s under Westmere on this machine (benchmarks/results/history.md, "The guest's
-    # CPU model under TCG").
+    # Under TCG, "max": a package install and Python's start in the guest ran slower as Westmere (x86-64-v2), which
+    # unpacked a stack faster, and the default scenario as a whole was not faster with it (benchmarks/results/
+    # history.md, "The guest's CPU model under TCG").
     accel_args = (
         ["-accel", "kvm", "-cpu", "host,-arch-capabilities"]
         if accel == "kvm"
-        else ["-accel", "tcg,thread=multi", "-cpu", TCG_CPU_MODEL]
+        else ["-accel", "tcg,thread=multi", "-cpu", "max"]
     )
     command = [
         "qemu-system-x86_64",
