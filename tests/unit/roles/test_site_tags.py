@@ -337,6 +337,14 @@ def test_the_first_play_checks_every_role_before_any_host_changes():
     assert set(check["vars"]["instinct_checked_roles"]) == set(ROLES) | {COMMON}
 
 
+def test_the_later_plays_do_not_check_the_role_specs_again(every_task):
+    # The first play checked every role's spec for every host; a role's own check would be one more task run per host
+    # and play (issue 29). common's stays: it comes with each role as a dependency, once per play.
+    validated = [(play, role) for play, role, name, _tags in every_task if name.startswith(VALIDATION)]
+    assert {role for _play, role in validated} == {COMMON}
+    assert len({play for play, _role in validated}) == len(PLAYS)
+
+
 @pytest.mark.parametrize(
     "extra, messages",
     [
