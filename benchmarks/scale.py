@@ -265,6 +265,8 @@ def bench_ansible(args, workdir, lower, identity, mirror_url, count):
     result = {"tool": "ansible", "hosts": count, "forks": args.forks}
     with prepared_hosts(args, workdir, lower, identity, mirror_url, name, count) as (hosts, inventory, env):
         for phase in ("first", "rerun"):
+            # Read by benchmarks/callback_plugins/task_cpu.py, enabled with --profile.
+            env["INSTINCT_TASK_CPU_FILE"] = os.path.join(workdir, "logs", "%s-%s-task-cpu.json" % (name, phase))
             with controller_traffic(workdir, name, phase, env) as traffic:
                 figures, output = timed(
                     [ANSIBLE_PLAYBOOK, "-i", inventory, "site.yml"],
@@ -398,7 +400,12 @@ def main(argv=None):
         "--script-hosts", type=int, nargs="+", help="host counts the script runs at (default: those of --hosts)"
     )
     parser.add_argument("--script-fanout", type=int, default=1, help="hosts the script runs on at once (default: 1)")
-    parser.add_argument("--profile", action="store_true", help="time every task (profile_tasks) in the ansible logs")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every task (profile_tasks) in the ansible logs and write each task's controller CPU to "
+        "logs/NAME-PHASE-task-cpu.json (python -m benchmarks.task_cpu reads it)",
+    )
     parser.add_argument(
         "--wheel-mb",
         type=int,

@@ -146,7 +146,10 @@ def ansible_env(workdir, run_name, forks=20, profile=False):
         ANSIBLE_SSH_CONTROL_PATH_DIR=state["cp"],
     )
     if profile:
-        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.builtin.profile_tasks"
+        # profile_tasks times each task in the log; the benchmarks' task_cpu writes each task's controller CPU to
+        # the file INSTINCT_TASK_CPU_FILE names (benchmarks/callback_plugins/task_cpu.py).
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.builtin.profile_tasks,task_cpu"
+        env["ANSIBLE_CALLBACK_PLUGINS"] = os.path.join(ROOT, "benchmarks", "callback_plugins")
     return env
 
 
