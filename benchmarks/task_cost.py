@@ -123,7 +123,7 @@ def main(argv=None):
         with hosts as (inventory, env):
             # The first run opens the ssh masters (and finds the interpreter): left out of every figure.
             run(workdir, None, inventory, env, args.tasks, args.forks, args.ssh)
-            _, base_cpu = run(workdir, None, inventory, env, args.tasks, args.forks, args.ssh)
+            _seconds, base_cpu = run(workdir, None, inventory, env, args.tasks, args.forks, args.ssh)
             print("no task: controller CPU %.2f s (subtracted below)" % base_cpu)
             print("%-9s %9s %9s %22s" % ("kind", "wall s", "CPU s", "CPU ms per task run"))
             for kind in args.kinds:

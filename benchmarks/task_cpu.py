@@ -32,7 +32,7 @@ def summary(entries, host, top=25):
         by_role[entry["role"] or "(plays)"] += share
         runs[entry["role"] or "(plays)"] += 1
     lines = [
-        "%s: %d task runs, controller CPU share %.2f s" % (host, len(shares), sum(share for share, _ in shares)),
+        "%s: %d task runs, controller CPU share %.2f s" % (host, len(shares), sum(share for share, _entry in shares)),
         "by role (task runs, CPU s):",
     ]
     lines += ["  %-14s %4d %7.2f" % (role, runs[role], cpu) for role, cpu in by_role.most_common()]

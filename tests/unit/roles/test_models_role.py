@@ -163,7 +163,7 @@ def links(tmp_path, target, recover=False, check=False):
                 "name": "Recover",
                 "block": [{"name": "Fail", "ansible.builtin.fail": {"msg": "vllm-llama did not answer /health"}}],
                 "rescue": [{"name": "Recover", "ansible.builtin.include_tasks": str(SERVICE / "recover.yml")}],
-                "vars": {"vllm_service_from_record": {"stat": {"exists": True}}, "vllm_service_previous_from": ""},
+                "vars": {"vllm_service_from_verified": True, "vllm_service_previous_from": ""},
             }
         )
     return play(tmp_path, variables, tasks, check=check)

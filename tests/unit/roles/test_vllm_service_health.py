@@ -232,6 +232,15 @@ def validate(host, tmp_path, instances, **settings):
         vllm_service_stack=str(tmp_path / "current"),
         vllm_service_to=str(stack),
         vllm_service_from=str(stack),
+        # What facts.yml's instinct.stack.served_stack reads for that stack, in service and to serve.
+        vllm_service_stacks={
+            "current": str(stack),
+            "current_verified": False,
+            "previous": "",
+            "target": str(stack),
+            "target_runnable": True,
+            "target_verified": False,
+        },
         vllm_service_health_timeout=2700,
         vllm_service_health_progress=60,
         vllm_service_health_restarts=2,

@@ -38,7 +38,7 @@ def prune(tmp_path, current, previous, keep, switched_from=None, from_verified=T
         "vllm_service_stack": str(root / "current"),
         "vllm_service_to": str(root / "stacks" / current),
         "vllm_service_from": str(root / "stacks" / (switched_from or current)),
-        "vllm_service_from_record": {"stat": {"exists": from_verified}},
+        "vllm_service_from_verified": from_verified,
         "vllm_service_previous_from": str(root / "stacks" / previous) if previous else "",
         "vllm_service_stack_keep": keep,
         "ansible_python_interpreter": sys.executable,
