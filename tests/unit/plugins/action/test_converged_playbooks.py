@@ -1,8 +1,8 @@
 """The converged fast path in real ansible-playbook runs of site.yml's own plays, on local-connection hosts.
 
-The playbook is playbooks/site.yml with each role play's roles replaced by a stand-in debug task that says the play
-ran on the host (the build play's names the host build_host resolves to, with the build role's own
-default), and without become. Everything else is site.yml's: the lock play, the check play, the host patterns that
+The playbook is playbooks/site.yml with each role play's roles (imported in its tasks) replaced by a stand-in debug
+task that says the play ran on the host (the build play's names the host build_host resolves to, with the build role's
+own default), and without become. Everything else is site.yml's: the lock play, the check play, the host patterns that
 leave out the converged hosts, the record before the lock's give-back. The hosts' records, locks and stacks live under
 tmp_path; a systemctl on PATH answers for the services from a file. Shown: a whole run records each host; the next
 skips the role plays on a converged host and keeps the build host where it was; a changed input, a changed recorded
@@ -42,10 +42,11 @@ def stand_in_site():
         for task in play.get("tasks", []):
             if "ansible.builtin.import_tasks" in task:
                 task["ansible.builtin.import_tasks"] = str(ROOT / "playbooks" / task["ansible.builtin.import_tasks"])
-        if "roles" not in play:
+        # The role plays, which import their roles in their tasks (site.yml's prepare, build and serve).
+        if play.get("tags") not in [[tag] for tag in ROLE_PLAYS]:
             continue
         (tag,) = play["tags"]
-        del play["roles"]
+        assert all("ansible.builtin.import_role" in task for task in play["tasks"]), play["name"]
         play["tasks"] = [
             {
                 "name": "Fail where the inventory says so",
