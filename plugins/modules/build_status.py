@@ -29,13 +29,8 @@ options:
   log:
     description: The build's log, which the build writes while it runs (wheel_build's C(STAGING/NAME-KEY/build.log)).
     type: path
-attributes:
-  check_mode:
-    description: Reads only; it runs in check mode too.
-    support: full
-  diff_mode:
-    description: No diff is shown.
-    support: none
+extends_documentation_fragment:
+  - instinct.stack.read_only
 """
 
 EXAMPLES = r"""

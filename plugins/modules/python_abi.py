@@ -24,13 +24,9 @@ options:
     description: The interpreter to ask, a path or a name looked up in C(PATH).
     type: str
     default: python3
+extends_documentation_fragment:
+  - instinct.stack.read_only
 attributes:
-  check_mode:
-    description: Reads only; it runs in check mode too.
-    support: full
-  diff_mode:
-    description: No diff is shown.
-    support: none
   facts:
     description: Sets C(instinct_python_abi).
     support: full

@@ -29,13 +29,8 @@ options:
     description: The stack to serve; empty keeps the one O(link) names.
     type: str
     default: ""
-attributes:
-  check_mode:
-    description: Reads only; it runs in check mode too.
-    support: full
-  diff_mode:
-    description: No diff is shown.
-    support: none
+extends_documentation_fragment:
+  - instinct.stack.read_only
 """
 
 EXAMPLES = r"""

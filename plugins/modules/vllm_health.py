@@ -77,13 +77,8 @@ options:
       - The unit's environment file; the values of its secret variables are masked in the journal lines. Only
         read, never returned.
     type: path
-attributes:
-  check_mode:
-    description: Reads only; it runs in check mode too.
-    support: full
-  diff_mode:
-    description: No diff is shown.
-    support: none
+extends_documentation_fragment:
+  - instinct.stack.read_only
 notes:
   - Ansible cannot print while a task runs; the progress lines come from the action plugin's display between two
     runs of the module, every O(progress) seconds, and appear in the output of C(ansible-playbook) as they happen.
