@@ -26,7 +26,7 @@ options:
     type: path
     required: true
   target:
-    description: The stack to serve; empty keeps the one O(link) names.
+    description: The stack to serve, without surrounding whitespace; empty keeps the one O(link) names.
     type: str
     default: ""
 extends_documentation_fragment:
