@@ -140,6 +140,30 @@ def host_address(index):
     return "10.231.0.%d" % (10 + index)
 
 
+# Each booted host's systemd holds inotify instances of this machine's root user (the hosts share its user
+# namespace): with Debian's default of 128 the 20th host failed to boot ("Failed to connect to bus: Host is down")
+# on 2026-12-07. Room for this many per host, raised only for the run and put back after it.
+INOTIFY_INSTANCES_PER_HOST = 16
+INOTIFY_INSTANCES = "/proc/sys/fs/inotify/max_user_instances"
+
+
+@contextlib.contextmanager
+def inotify_room(count):
+    with open(INOTIFY_INSTANCES) as handle:
+        before = int(handle.read())
+    wanted = 128 + INOTIFY_INSTANCES_PER_HOST * count
+    if wanted > before:
+        print("fs.inotify.max_user_instances: %d -> %d for %d hosts" % (before, wanted, count), flush=True)
+        with open(INOTIFY_INSTANCES, "w") as handle:
+            handle.write(str(wanted))
+    try:
+        yield
+    finally:
+        if wanted > before:
+            with open(INOTIFY_INSTANCES, "w") as handle:
+                handle.write(str(before))
+
+
 @contextlib.contextmanager
 def hosts_running(workdir, lower, count, identity):
     with open(identity + ".pub") as handle:
@@ -148,15 +172,16 @@ def hosts_running(workdir, lower, count, identity):
         Machine("ibench-%d" % index, workdir, lower, host_address(index) + "/16", BRIDGE, public_key)
         for index in range(1, count + 1)
     ]
-    try:
-        for host in hosts:
-            host.start()
-        for host in hosts:
-            host.wait_for_ssh(identity)
-        yield hosts
-    finally:
-        for host in hosts:
-            host.stop()
+    with inotify_room(count):
+        try:
+            for host in hosts:
+                host.start()
+            for host in hosts:
+                host.wait_for_ssh(identity)
+            yield hosts
+        finally:
+            for host in hosts:
+                host.stop()
 
 
 def write_inventory(path, hosts, identity, mirror_url):
