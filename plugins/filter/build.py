@@ -48,9 +48,9 @@ def _rocm_arch(archs, allow_radeon=False):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None):
+def _vllm_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None, node=None):
     try:
-        return validate_instances(instances, int(gpu_count), hip_devices, gpu_archs, model_root)
+        return validate_instances(instances, int(gpu_count), hip_devices, gpu_archs, model_root, node)
     except InvalidInstance as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -20,7 +20,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.instinct.stack.plugins.module_utils import models
+from ansible_collections.instinct.stack.plugins.module_utils import models, serving_group
 
 # vLLM's ROCm platform (vllm/platforms/rocm.py, RocmPlatform.supported_quantization at v0.11): the methods it
 # accepts, and the ones that need more than a ROCm GPU. bitsandbytes is added only off gfx9 ("warp size 64
@@ -61,6 +61,9 @@ DEFAULTS = {
     # is passed only when the instance sets one.
     "block_size": None,
     "tensor_parallel_size": 1,
+    # A serving group (serving_group.py): the inventory hosts of one model, the head first, one pipeline stage each.
+    "nodes": [],
+    "pipeline_parallel_size": 1,
     "max_model_len": None,
     "quantization": None,
     "served_model_name": None,
@@ -75,6 +78,8 @@ RESERVED = (
     "--api-key",
     "--gpu-memory-utilization",
     "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--distributed-executor-backend",
     "--dtype",
     "--block-size",
     "--quantization",
@@ -218,6 +223,12 @@ def validate_instance(instance, gpu_count, gpu_archs=None, model_root=None):
             )
     available = len(gpus) or gpu_count
     merged["tensor_parallel_size"] = _int(merged, "tensor_parallel_size", 1, max(available, 1))
+    merged["pipeline_parallel_size"] = _int(merged, "pipeline_parallel_size", 1)
+    try:
+        serving_group.check_shape(merged)
+    except serving_group.InvalidGroup as exc:
+        raise InvalidInstance(str(exc)) from None
+    merged["nodes"] = list(merged["nodes"] or [])
     if merged["max_model_len"] not in (None, ""):
         merged["max_model_len"] = _int(merged, "max_model_len", 1)
     extra = [str(arg) for arg in merged["extra_args"]]
@@ -260,6 +271,11 @@ def serve_args(instance):
         "--tensor-parallel-size",
         str(instance["tensor_parallel_size"]),
     ]
+    if instance["nodes"]:
+        # More than one node runs on Ray only (vLLM's docs, "Multi-node deployment"); without the backend vLLM looks
+        # for every GPU on the head.
+        args += ["--pipeline-parallel-size", str(instance["pipeline_parallel_size"])]
+        args += ["--distributed-executor-backend", "ray"]
     if instance["block_size"]:
         args += ["--block-size", str(instance["block_size"])]
     if instance["max_model_len"]:
@@ -287,15 +303,43 @@ def hip_visible_devices(gpus, hip_devices=None):
     return ""
 
 
-def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None):
-    """Validate every instance (names and ports unique on a host); the result holds no API key."""
+def group_units(instance, node):
+    """The systemd units an instance runs on node, and its part there: an instance on one host runs
+    vllm-NAME.service; a serving group's head runs its Ray head (vllm-NAME-ray.service) and `vllm serve`, each other
+    node its Ray worker. Raises InvalidInstance when node is none of the group's nodes."""
+    name, nodes = instance["name"], instance["nodes"]
+    if not nodes:
+        return None, ["vllm-%s.service" % name]
+    if node is None or node not in nodes:
+        raise InvalidInstance(
+            "vLLM instance %r is a serving group of %s, and this host (%s) is none of its nodes: give the instance to "
+            "its nodes only (for example in the group_vars of an inventory group of them)"
+            % (name, ", ".join(nodes), node)
+        )
+    if node == nodes[0]:
+        return "head", ["vllm-%s-ray.service" % name, "vllm-%s.service" % name]
+    return "worker", ["vllm-%s-ray.service" % name]
+
+
+def validate_instances(instances, gpu_count, hip_devices=None, gpu_archs=None, model_root=None, node=None):
+    """Validate every instance (names and ports unique on a host); the result holds no API key.
+
+    node: this host's inventory name, which places it in its serving groups (head or worker)."""
     validated = [validate_instance(instance, gpu_count, gpu_archs, model_root) for instance in instances]
+    groups = [instance["name"] for instance in validated if instance["nodes"]]
+    if len(groups) > 1:
+        # Each group runs its own Ray cluster, whose head listens on Ray's port.
+        raise InvalidInstance(
+            "vLLM instances %s are serving groups on one host: a host is a node of one serving group at most"
+            % ", ".join(repr(name) for name in groups)
+        )
     for field in ("name", "port"):
         values = [instance[field] for instance in validated]
         duplicates = sorted(set(value for value in values if values.count(value) > 1))
         if duplicates:
             raise InvalidInstance("vLLM instances share a %s: %s" % (field, ", ".join(str(d) for d in duplicates)))
     for instance in validated:
+        instance["group_role"], instance["units"] = group_units(instance, node)
         instance["serve_args"] = serve_args(instance)
         instance["hip_visible_devices"] = hip_visible_devices(instance["gpus"], hip_devices)
         # The result is shown in task output; the key stays in the caller's (vaulted) variables only.

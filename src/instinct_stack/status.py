@@ -11,7 +11,7 @@ from instinct_stack.rollout import failure_message, run_stats
 # What playbooks/status.yml hands over as data (ansible.builtin.set_stats into the run's stats): {host: {part: the
 # registered result}}, for each of these parts.
 STATUS_STATS = "instinct_status"
-STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health", "models")
+STATUS_PARTS = ("driver", "rocm", "gfx", "stack", "units", "services", "health", "models", "ray")
 _STACK_FIELDS = ("key", "arch", "torch", "hip", "triton", "vllm")
 
 
@@ -41,6 +41,36 @@ def served_models(stdout: str | None) -> dict[str, str]:
             continue
         served[name] = "%s@%s" % (parts[-2].replace("--", "/", 1), parts[-1])
     return served
+
+
+def ray_view(description: str, nodes_result: dict[str, Any] | None) -> dict[str, Any]:
+    """A Ray unit's part: its role and the group's nodes (from the unit's Description, "Ray ROLE of serving group
+    NAME (NODE, NODE)"), and on the head Ray's nodes [{address, alive, gpus}] and the addresses Ray sees dead."""
+    role = description.split(" ")[1] if description.startswith("Ray ") else "?"
+    nodes = description.rpartition("(")[2].rstrip(")").split(", ") if "(" in description else []
+    view: dict[str, Any] = {"role": role, "nodes": [node for node in nodes if node]}
+    if nodes_result is not None:
+        seen = nodes_result.get("nodes") or []
+        view["cluster"] = [{key: node.get(key) for key in ("address", "alive", "gpus")} for node in seen]
+        view["dead"] = sorted(str(node.get("address")) for node in seen if not node.get("alive"))
+        if nodes_result.get("error") or nodes_result.get("failed"):
+            view["error"] = nodes_result.get("error") or nodes_result.get("msg")
+    return view
+
+
+def _ray_text(view: dict[str, Any]) -> str:
+    text = " %s of %s" % (view["role"], "+".join(view["nodes"]) or "?")
+    if "error" in view:
+        return text + " ray=UNREADABLE"
+    if "cluster" in view:
+        text += " ray=%s" % (
+            "+".join(
+                "%s(%s,%gGPU)" % (node["address"], "up" if node["alive"] else "DEAD", node.get("gpus") or 0)
+                for node in view["cluster"]
+            )
+            or "none"
+        )
+    return text
 
 
 def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,20 +105,28 @@ def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             if not item.get("skipped")
         }
         models = served_models(got.get("models", {}).get("stdout"))
+        ray = {
+            item.get("item", {}).get("item"): item
+            for item in got.get("ray", {}).get("results", [])
+            if not item.get("skipped")
+        }
         services = []
         for item in got.get("services", {}).get("results", []):
             unit = item.get("item")
             props = _properties(item.get("stdout"))
             answer = health.get(unit)
-            services.append(
-                {
-                    "name": unit,
-                    "state": "%s/%s" % (props.get("ActiveState", "?"), props.get("SubState", "?")),
-                    "health": None if answer is None else answer.get("status") == 200,
-                    # The Hub model's revision it serves (vllm-NAME.service serves the link NAME), else none.
-                    "model": models.get(str(unit).removeprefix("vllm-").removesuffix(".service")),
-                }
-            )
+            service = {
+                "name": unit,
+                "state": "%s/%s" % (props.get("ActiveState", "?"), props.get("SubState", "?")),
+                "health": None if answer is None else answer.get("status") == 200,
+                # The Hub model's revision it serves (vllm-NAME.service serves the link NAME), else none.
+                "model": models.get(str(unit).removeprefix("vllm-").removesuffix(".service")),
+            }
+            if str(unit).endswith("-ray.service"):
+                # A serving group's Ray head or worker (its Description names the group's nodes); on the head, Ray's
+                # view of the cluster's nodes.
+                service["ray"] = ray_view(props.get("Description", ""), ray.get(unit))
+            services.append(service)
         units = got.get("units", {})
         systemd_error = None
         if units.get("rc"):
@@ -110,7 +148,11 @@ def hosts_from_events(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         row["ok"] = (
             not row["driver"]["load_failed"]
             and not systemd_error
-            and all(service["state"].startswith("active/") and service["health"] for service in services)
+            and all(
+                service["state"].startswith("active/") and (service["health"] or "ray" in service)
+                for service in services
+            )
+            and all(not service.get("ray", {}).get("dead") for service in services)
         )
         rows.append(row)
     return rows
@@ -148,6 +190,7 @@ def format_status(rows: Iterable[dict[str, Any]]) -> str:
                 "" if service["health"] is None else " health=%s" % ("ok" if service["health"] else "FAILED"),
                 " model=%s" % service["model"][: service["model"].index("@") + 13] if service.get("model") else "",
             )
+            + (_ray_text(service["ray"]) if "ray" in service else "")
             for service in row["services"]
         )
         lines.append(

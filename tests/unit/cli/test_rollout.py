@@ -186,6 +186,7 @@ def test_status_rows_from_events():
                 "stdout": "llama /var/lib/instinct-stack/models/meta-llama--Llama-3.1-8B/%s\n"
                 "llama.previous /var/lib/instinct-stack/models/meta-llama--Llama-3.1-8B/%s" % ("0e9e" * 10, "1" * 40)
             },
+            "ray": {"results": []},
         }
     }
     assert set(handed["gpu1"]) == set(STATUS_PARTS)
@@ -212,6 +213,55 @@ def test_status_rows_from_events():
     table = format_status(list(rows.values()))
     assert "reboot pending" in table and "abc123def456 " in table
     assert "vllm-llama active/running health=ok model=meta-llama/Llama-3.1-8B@0e9e0e9e0e9e" in table
+
+
+def test_status_shows_a_serving_group_its_nodes_and_rays_view():
+    from instinct_stack.status import STATUS_STATS, format_status, hosts_from_events
+
+    def show(description):
+        return "ActiveState=active\nSubState=running\nDescription=%s" % description
+
+    cluster = [
+        {"node_id": "a", "address": "10.0.0.11", "alive": True, "gpus": 8},
+        {"node_id": "b", "address": "10.0.0.12", "alive": False, "gpus": 8},
+    ]
+    handed = {
+        "gpu1": {
+            "units": {"rc": 0},
+            "services": {
+                "results": [
+                    {"item": "vllm-big-ray.service", "stdout": show("Ray head of serving group big (gpu1, gpu2)")},
+                    {"item": "vllm-big.service", "stdout": show("vLLM OpenAI-compatible server big (m)")},
+                ]
+            },
+            "health": {"results": [{"item": {"item": "vllm-big.service"}, "status": 200}]},
+            "ray": {"results": [{"item": {"item": "vllm-big-ray.service"}, "nodes": cluster, "missing": []}]},
+        },
+        "gpu2": {
+            "units": {"rc": 0},
+            "services": {
+                "results": [
+                    {"item": "vllm-big-ray.service", "stdout": show("Ray worker of serving group big (gpu1, gpu2)")}
+                ]
+            },
+            "health": {"results": [{"item": {"item": "vllm-big-ray.service"}, "skipped": True}]},
+            "ray": {"results": [{"item": {"item": "vllm-big-ray.service"}, "skipped": True}]},
+        },
+    }
+    events = [{"event": "playbook_on_stats", "event_data": {"artifact_data": {STATUS_STATS: handed}}}]
+    rows = {row["host"]: row for row in hosts_from_events(events)}
+    head_ray = rows["gpu1"]["services"][0]["ray"]
+    assert head_ray["role"] == "head" and head_ray["nodes"] == ["gpu1", "gpu2"] and head_ray["dead"] == ["10.0.0.12"]
+    # The head serves, but Ray sees a node of its group dead: the host is not ok.
+    assert rows["gpu1"]["ok"] is False
+    # A worker has no /health of its own: its Ray unit running is what it answers for.
+    assert rows["gpu2"]["ok"] is True and rows["gpu2"]["services"][0]["ray"] == {
+        "role": "worker",
+        "nodes": ["gpu1", "gpu2"],
+    }
+    table = format_status(list(rows.values()))
+    assert "vllm-big-ray active/running head of gpu1+gpu2 ray=10.0.0.11(up,8GPU)+10.0.0.12(DEAD,8GPU)" in table
+    assert "vllm-big-ray active/running worker of gpu1+gpu2" in table
 
 
 def test_the_report_names_the_model_revision_each_instance_serves():

@@ -86,6 +86,10 @@ FAST_PATH = [
     "Name the converged hosts, which this run leaves alone",
 ]
 RECORD = ["Record the hosts that ran the whole rollout, for the next run's check"]
+# The play before the one that switches stacks (site.yml's serve play, rollback.yml's): each serving group's nodes in
+# one batch (playbooks/tasks/serve_order.yml), under the serve play's tags.
+SERVE_ORDER = ["Order the hosts, each serving group's nodes together"]
+SERVE_ORDER_TAGS = {"serve", "vllm_service"}
 TASK_LINE = re.compile(r"^ {6}(?:instinct\.stack\.(?P<role>\w+) : )?(?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$")
 
 
@@ -165,7 +169,7 @@ def own(tasks):
 
 def lock_tasks(tasks):
     """(play, name) of the lock's and the fast path's plays' tasks, and whether every one is tagged always."""
-    lock = [task for task in tasks if task[1] is None]
+    lock = [task for task in tasks if task[1] is None and task[2] not in SERVE_ORDER]
     return [(play, name) for play, _role, name, _tags in lock], all(tags == {"always"} for *_rest, tags in lock)
 
 
@@ -177,7 +181,7 @@ def expected_lock_tasks(last_play):
 def expected_site_tasks():
     """site.yml's: the inputs' check (play 1), the Python ABI's (play 2), the lock (play 3), the fast path's check
     (play 4), the record and the lock's give-back (the last play)."""
-    last = len(PLAYS) + 5
+    last = len(PLAYS) + 6  # with the serve order's play
     return (
         [(1, name) for name in CHECK_INPUTS]
         + [(2, name) for name in PYTHON_ABI]
@@ -190,9 +194,16 @@ def expected_site_tasks():
 def test_list_tags_shows_every_play_and_role_tag(ansible):
     output = ansible("--list-tags")
     plays = re.findall(r"^  play #\d+ \(.*?\): .*\tTAGS: \[(.*)\]$", output, re.MULTILINE)
-    assert plays == ["always"] * 4 + [*PLAYS, "always"]
+    assert [set(play.split(",")) for play in plays] == [{"always"}] * 4 + [
+        {"prepare"},
+        {"build"},
+        SERVE_ORDER_TAGS,
+        {"serve"},
+        {"always"},
+    ]
     task_tags = re.findall(r"^\s+TASK TAGS: \[(.*)\]$", output, re.MULTILINE)
     expected = [{"always", play, *SELECTS_BY_PLAY[play]} for play in PLAYS]
+    expected.insert(2, SERVE_ORDER_TAGS)
     assert [set(tags.split(", ")) for tags in task_tags] == [{"always"}] * 4 + [*expected, {"always"}]
 
 
@@ -211,7 +222,10 @@ def test_a_tag_selects_exactly_its_roles_tasks(ansible, every_task, tag):
 
 def test_vllm_service_alone_runs_only_its_role_and_its_fact_finding(ansible, every_task):
     selected = own(listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")))
-    assert {play for play, _role, _name, _tags in selected} == {7}  # the serve play, after the checks' and the lock's
+    assert {play for play, _role, _name, _tags in selected} == {8}  # the serve play, after the checks', the lock's
+    # and the serve order's, which runs under the serve play's tags
+    order = [task for task in listed_tasks(ansible("--list-tasks", "--tags", "vllm_service")) if task[0] == 7]
+    assert [(name, tags) for _play, _role, name, tags in order] == [(SERVE_ORDER[0], SERVE_ORDER_TAGS)]
     names = [name for _play, _role, name, _tags in selected]
     facts = [task["name"] for task in yaml.safe_load((ROOT / "roles/vllm_service/tasks/facts.yml").read_text())]
     assert names[: len(facts)] == facts  # found first, before the instances are checked against the GPUs
@@ -228,9 +242,10 @@ def test_only_the_inputs_check_the_rollout_lock_and_the_fast_path_are_tagged_alw
 @pytest.mark.parametrize("tags", [(), ("--tags", "vllm_service"), ("--tags", "no-such-tag")])
 def test_the_rollback_holds_the_rollout_lock_under_every_tag(ansible, tags):
     tasks = listed_tasks(ansible("--list-tasks", *tags, playbook=ROLLBACK))
-    lock = [task for task in tasks if task[0] != 2]  # the rollback play's own pre_tasks belong to no role either
-    assert lock_tasks(lock) == (expected_lock_tasks(3), True)
-    rollback = [name for play, _role, name, _tags in tasks if play == 2]
+    lock = [task for task in tasks if task[0] != 3]  # the rollback play's own pre_tasks belong to no role either
+    assert lock_tasks(lock) == (expected_lock_tasks(4), True)
+    assert [name for play, _role, name, _tags in tasks if play == 2] == SERVE_ORDER  # each group in one batch
+    rollback = [name for play, _role, name, _tags in tasks if play == 3]
     assert ("Refuse a host without a previous verified stack" in rollback) == (not tags)
 
 

@@ -249,3 +249,45 @@ def test_hub_models_lists_each_revision_once_and_refuses_two_selections():
     with pytest.raises(InvalidInstance) as refused:
         hub_models([instance(model=dict(HUB)), dict(other, model=dict(HUB, files=["*.json"]))])
     assert "vLLM instance 'other'" in str(refused.value) and "with one selection" in str(refused.value)
+
+
+GROUP = instance(nodes=["gpu1", "gpu2"], pipeline_parallel_size=2, tensor_parallel_size=8)
+
+
+def test_a_serving_group_serves_with_the_ray_backend_across_its_nodes():
+    (head,) = validate_instances([GROUP], 8, node="gpu1")
+    assert head["group_role"] == "head"
+    assert head["units"] == ["vllm-llama-ray.service", "vllm-llama.service"]
+    args = head["serve_args"]
+    assert args[args.index("--pipeline-parallel-size") + 1] == "2"
+    assert args[args.index("--distributed-executor-backend") + 1] == "ray"
+    (worker,) = validate_instances([GROUP], 8, node="gpu2")
+    assert worker["group_role"] == "worker" and worker["units"] == ["vllm-llama-ray.service"]
+
+
+def test_an_instance_on_one_host_runs_one_unit_and_no_ray():
+    (single,) = validate_instances([instance()], 1, node="gpu1")
+    assert single["group_role"] is None and single["units"] == ["vllm-llama.service"]
+    assert "--distributed-executor-backend" not in single["serve_args"]
+
+
+def test_a_group_given_to_a_host_that_is_not_its_node_is_refused():
+    with pytest.raises(InvalidInstance, match=r"this host \(gpu3\) is none of its nodes"):
+        validate_instances([GROUP], 8, node="gpu3")
+
+
+def test_a_host_is_a_node_of_one_group_at_most():
+    other = dict(GROUP, name="mixtral", port=8001)
+    with pytest.raises(InvalidInstance, match="serving groups on one host"):
+        validate_instances([GROUP, other], 8, node="gpu1")
+
+
+def test_a_group_shape_that_does_not_match_is_refused_naming_the_instance():
+    with pytest.raises(InvalidInstance, match="'llama': pipeline_parallel_size is 3 but nodes names 2"):
+        validate_instances([dict(GROUP, pipeline_parallel_size=3)], 8, node="gpu1")
+
+
+@pytest.mark.parametrize("arg", ["--pipeline-parallel-size=2", "--distributed-executor-backend"])
+def test_the_group_options_are_not_extra_args(arg):
+    with pytest.raises(InvalidInstance, match="extra_args may not set"):
+        validate_instances([instance(extra_args=[arg])], 1)

@@ -83,7 +83,7 @@ class BinaryDistribution(Distribution):
 setup(
     name="vllm",
     version="0.11.1+rocm" + torch.version.hip.split("-")[0],
-    packages=["vllm", "vllm.entrypoints", "vllm.platforms"],
+    packages=["vllm", "vllm.entrypoints", "vllm.executor", "vllm.platforms"],
     package_data={"vllm": ["_C.so"]},
     # As upstream: the wheel requires what requirements/rocm.txt (with common.txt) names, plus the torch it was built
     # against (use_existing_torch.py removed torch from the files).

@@ -44,6 +44,8 @@ def parser():
         "--block-size", type=int, choices=[1, 8, 16, 32, 64, 128], default=None
     )  # vllm/config/cache.py: None, the backend decides
     serve.add_argument("--tensor-parallel-size", type=int, default=1)
+    serve.add_argument("--pipeline-parallel-size", type=int, default=1)
+    serve.add_argument("--distributed-executor-backend", choices=["ray", "mp", "uni", "external_launcher"])
     serve.add_argument("--max-model-len", type=int)
     serve.add_argument("--quantization")
     serve.add_argument("--served-model-name")
@@ -132,7 +134,7 @@ def error(status, kind, message):
     return status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
 
 
-def completion(served, root, body, chat):
+def completion(served, root, body, chat, stages=""):
     """(HTTP status, the response object, the answer's text) of a chat or text completion request."""
     if not isinstance(body, dict):
         return error(400, "BadRequestError", "the request body must be a JSON object") + (None,)
@@ -149,7 +151,7 @@ def completion(served, root, body, chat):
         prompt_tokens = len(said.split())
     if body.get("model", served) != served:
         return error(404, "NotFoundError", "The model `%s` does not exist." % body["model"]) + (None,)
-    text = FIXTURE_ANSWER % (served, root, json.dumps(said))
+    text = FIXTURE_ANSWER % (served, root, json.dumps(said)) + stages
     completion_tokens = len(text.split())
     usage = {
         "prompt_tokens": prompt_tokens,
@@ -239,6 +241,25 @@ def main(argv=None):
     checked = check_model(args.model)
     if checked:
         logging.info("model %s: %s", args.model, checked)
+    stages = ""
+    if args.distributed_executor_backend == "ray":
+        # More than one node: the engine's workers are Ray actors placed across the cluster (vllm/executor).
+        from vllm.executor import ray_utils
+
+        try:
+            placed = ray_utils.start_workers(
+                current_platform, args.model, args.tensor_parallel_size, args.pipeline_parallel_size
+            )
+        except (RuntimeError, ValueError) as error:
+            logging.error("%s", error)
+            sys.exit(ENGINE_CORE_ERROR)
+        ray_utils.watch_workers(placed)
+        by_stage = {}
+        for _rank, stage, _worker, view in placed:
+            by_stage.setdefault(stage, set()).add(view["ip"])
+        stages = " Pipeline stages: %s." % ", ".join(
+            "%d on %s" % (stage, " and ".join(sorted(ips))) for stage, ips in sorted(by_stage.items())
+        )
     api_key = os.environ.get("VLLM_API_KEY")
     model = args.served_model_name or args.model
     created = int(time.time())
@@ -297,7 +318,7 @@ def main(argv=None):
             except ValueError:
                 body = None
             chat = self.path == "/v1/chat/completions"
-            status, answer, text = completion(model, loaded_from(args.model), body, chat)
+            status, answer, text = completion(model, loaded_from(args.model), body, chat, stages)
             if status != 200 or not body.get("stream"):
                 self._send(status, answer)
                 return
@@ -316,15 +337,17 @@ def main(argv=None):
 
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     print(
-        "INFO: serving %s on http://%s:%d (platform=%s, tp=%d, gpu_memory_utilization=%s, extra=%s)"
+        "INFO: serving %s on http://%s:%d (platform=%s, tp=%d, pp=%d, gpu_memory_utilization=%s, extra=%s)%s"
         % (
             model,
             args.host,
             args.port,
             current_platform.device_name,
             args.tensor_parallel_size,
+            args.pipeline_parallel_size,
             args.gpu_memory_utilization,
             extra,
+            stages,
         ),
         flush=True,
     )

@@ -15,6 +15,7 @@ logger = logging.getLogger("vllm.platforms")
 class Platform:
     device_name = ""
     device_type = ""
+    ray_device_key = ""
 
     def is_rocm(self):
         return self.device_name == "rocm"
@@ -27,6 +28,7 @@ class UnspecifiedPlatform(Platform):
 class RocmPlatform(Platform):
     device_name = "rocm"
     device_type = "cuda"  # vLLM's ROCm platform runs on torch.cuda (HIP)
+    ray_device_key = "GPU"  # the Ray resource of its devices (vllm/platforms/rocm.py)
 
     def __init__(self):
         # vllm/platforms/rocm.py copies HIP_VISIBLE_DEVICES into CUDA_VISIBLE_DEVICES.

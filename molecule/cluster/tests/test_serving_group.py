@@ -1,0 +1,265 @@
+"""One model across both nodes: a serving group on a real Ray cluster (issue 30).
+
+After test_rollback both nodes serve stack A (current) and keep stack B (previous). Run from the controller as an
+operator would, with the group as the only instance (`--tags models,vllm_service`; the scenario's own instance keeps
+running, untouched):
+
+1. the group: node1 the head (its Ray head and `vllm serve` with the Ray backend, pipeline_parallel_size 2), node2 a
+   Ray worker, each giving it one GPU (Ray's --num-gpus). The fixture vLLM joins the cluster as vLLM does, asks for
+   a placement group of TP x PP = 2 one-GPU bundles (PACK, the first on the head), and places one real Ray actor per
+   bundle: a chat completion through the head names the node of each pipeline stage, and node2 runs the actor of
+   stage 1. A rerun changes nothing.
+2. node2 told to serve stack B while node1 keeps A: refused before anything starts, naming node2 and both stacks.
+3. node2's Ray stopped under a serving group: the head's engine loses its stage-1 worker, fails naming node2's
+   address and stops answering /health; Ray's view (playbooks/status.yml) shows node2's address dead. node2's Ray
+   started again, the group serves again.
+4. the group switched to stack B with a stage that does not load there on node2 (FIXTURE_VLLM_LOADS_ONLY_ON in its
+   Ray's environment): the head's engine fails naming node2's address, and both nodes go back to stack A together,
+   serving again; the run fails.
+The group's units are removed at the end, so the scenario's later tests find the hosts as before.
+"""
+
+import json
+import os
+import time
+
+import pytest
+from cluster_hosts import nodes, playbook_json
+
+from instinct_stack.rollout import failure_message
+from instinct_stack.status import hosts_from_events
+
+REPO = "instinct-fixtures/tiny-llama"
+STACKS = "/opt/instinct-stack/stacks"
+PORT = 8110
+UNITS = {"node1": ["vllm-big-ray.service", "vllm-big.service"], "node2": ["vllm-big-ray.service"]}
+ENV_FILE = "/etc/instinct-stack/vllm/big.env"
+KEY = "sudo sed -n 's/^VLLM_API_KEY=//p' %s" % ENV_FILE
+GROUP = {
+    "name": "big",
+    "model": {"repo": REPO, "revision": "main"},
+    "nodes": ["node1", "node2"],
+    "pipeline_parallel_size": 2,
+    "tensor_parallel_size": 1,
+    "gpus": [0],
+    "port": PORT,
+    "api_key": "{{ instinct_molecule_api_key }}",
+}
+# The nspawn nodes see this machine's memory: Ray's object store would take 30 % of it on each.
+EXTRA = {
+    "vllm_service_instances": [GROUP],
+    "vllm_service_ray_start_args": ["--object-store-memory=100000000", "--num-cpus=1"],
+    "vllm_service_ray_join_timeout": 180,
+    "vllm_service_health_timeout": 300,
+}
+
+
+def run(extra=None, tags="models,vllm_service"):
+    """site.yml, one host per batch outside groups: (rc, [(task, host, result)], stats, the hosts of each batch of
+    the serve play)."""
+    args = json.dumps({"instinct_serial": 1, **EXTRA, **(extra or {})})
+    rc, output = playbook_json("site.yml", "--tags", tags, "-e", args, timeout=1200)
+    tasks = [
+        (task["task"]["name"], host, result)
+        for play in output["plays"]
+        for task in play["tasks"]
+        for host, result in task["hosts"].items()
+    ]
+    batches = [
+        sorted({host for task in play["tasks"] for host in task["hosts"]})
+        for play in output["plays"]
+        if play["play"]["name"].startswith("Serve vLLM")
+    ]
+    return rc, tasks, output["stats"], batches
+
+
+def failures(tasks):
+    return [(name, host, failure_message(result)) for name, host, result in tasks if result.get("failed")]
+
+
+def addresses():
+    return {name: host.ansible.get_variables()["ansible_host"] for name, host in nodes().items()}
+
+
+def link(host, name):
+    result = host.run("readlink /opt/instinct-stack/%s", name)
+    return result.stdout.strip() if result.rc == 0 else None
+
+
+def health(host):
+    return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health", PORT)
+
+
+def wait_for(check, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(3)
+    raise AssertionError("%s within %d s" % (what, timeout))
+
+
+def chat(host):
+    body = json.dumps({"model": REPO, "messages": [{"role": "user", "content": "Which nodes run you?"}]})
+    command = (
+        "curl -s --fail-with-body http://127.0.0.1:%d/v1/chat/completions -H 'Content-Type: application/json' "
+        "-H \"Authorization: Bearer $(%s)\" -d '%s'" % (PORT, KEY, body)
+    )
+    return json.loads(host.check_output(command))["choices"][0]["message"]["content"]
+
+
+def journal(host, unit, since):
+    return host.check_output("sudo journalctl -q -o cat -u %s --since '@%d'", unit, since)
+
+
+def invocations():
+    return {name: [invocation_of(host, unit) for unit in UNITS[name]] for name, host in nodes().items()}
+
+
+def invocation_of(host, unit):
+    return host.check_output("systemctl show -p InvocationID --value %s", unit)
+
+
+@pytest.fixture(scope="module")
+def stacks():
+    node1 = nodes()["node1"]
+    current, previous = link(node1, "current"), link(node1, "previous")
+    assert current and previous and current != previous, (current, previous)
+    return current, previous
+
+
+@pytest.fixture(scope="module")
+def group(stacks):
+    yield run()
+    # The scenario's later tests find the hosts without the group.
+    for name, host in nodes().items():
+        units = " ".join(UNITS[name])
+        host.run("sudo systemctl disable --now %s", units)
+        host.run("sudo rm -f /etc/systemd/system/vllm-big*.service /etc/instinct-stack/vllm/big*")
+        host.run("sudo systemctl daemon-reload")
+
+
+def test_the_group_serves_through_its_head_with_a_stage_on_each_node(group):
+    rc, tasks, _stats, batches = group
+    assert rc == 0, failures(tasks)
+    assert batches == [["node1", "node2"]], batches  # the group is one batch of the serve play
+    hosts, address = nodes(), addresses()
+    for name, host in hosts.items():
+        for unit in UNITS[name]:
+            assert host.service(unit).is_running and host.service(unit).is_enabled, (name, unit)
+    assert not hosts["node2"].file("/etc/systemd/system/vllm-big.service").exists  # a worker serves no HTTP
+    answer = chat(hosts["node1"])
+    assert "Pipeline stages: 0 on %s, 1 on %s." % (address["node1"], address["node2"]) in answer, answer
+    # Stage 1 is a real Ray actor in node2's Ray, from the stack's own Ray and vLLM.
+    actors = hosts["node2"].check_output("pgrep -u vllm -af 'ray::Worker' || true")
+    assert "ray::Worker" in actors, actors
+    head = hosts["node1"].check_output("systemctl show -p ExecStart --value vllm-big.service")
+    assert "--distributed-executor-backend ray" in head and "--pipeline-parallel-size 2" in head, head
+    worker = hosts["node2"].check_output("systemctl show -p ExecStart --value vllm-big-ray.service")
+    assert "--address=%s:6379" % address["node1"] in worker and "--num-gpus=1" in worker, worker
+    environment = hosts["node2"].check_output("systemctl show -p Environment --value vllm-big-ray.service")
+    assert "VLLM_HOST_IP=%s" % address["node2"] in environment, environment
+    # The API key stays in the head's `vllm serve` environment file, never in a Ray unit's.
+    for host in hosts.values():
+        assert host.check_output("sudo grep -c VLLM_API_KEY /etc/instinct-stack/vllm/big-ray.env || true") == "0"
+
+
+def test_a_rerun_changes_nothing_and_restarts_nothing(group):
+    before = invocations()
+    rc, tasks, stats, _batches = run()
+    assert rc == 0, failures(tasks)
+    assert all(stats[name]["changed"] == 0 for name in UNITS), stats
+    assert invocations() == before
+
+
+@pytest.fixture(scope="module")
+def refused(group, stacks):
+    _current, previous = stacks
+    before = invocations()
+    target = "{{ '%s' if inventory_hostname == 'node2' else '' }}" % previous
+    return run({"vllm_service_target": target}), before
+
+
+def test_nodes_on_different_stacks_are_refused_before_anything_starts(refused, stacks):
+    (rc, tasks, _stats, _batches), before = refused
+    current, previous = stacks
+    assert rc != 0
+    found = failures(tasks)
+    assert {host for _name, host, _msg in found} == {"node1", "node2"}, found
+    message = found[0][2]
+    assert (
+        "serving group 'big': node2 would serve stack %s, the head node1 %s"
+        % (
+            os.path.basename(previous),
+            os.path.basename(current),
+        )
+        in message
+    ), message
+    assert "Nothing was changed" in message
+    assert invocations() == before
+    assert all(link(host, "current") == current for host in nodes().values())
+
+
+@pytest.fixture(scope="module")
+def worker_stopped(refused):
+    hosts = nodes()
+    since = int(float(hosts["node1"].check_output("date +%s.%N")))
+    hosts["node2"].check_output("sudo systemctl stop vllm-big-ray.service")
+    wait_for(lambda: health(hosts["node1"]) != "200", 120, "the head's /health failing after node2's Ray stopped")
+    lost = journal(hosts["node1"], "vllm-big.service", since)
+    rc, status = playbook_json("playbooks/status.yml", timeout=300)
+    hosts["node2"].check_output("sudo systemctl start vllm-big-ray.service")
+    return lost, status
+
+
+def test_a_worker_stopped_fails_the_heads_health_naming_it(worker_stopped):
+    lost, status = worker_stopped
+    address = addresses()
+    assert "the worker of pipeline stage 1 (rank 1) on node %s" % address["node2"] in lost, lost
+    assert "EngineDeadError" in lost, lost
+    # Ray's view through instinct-stack status: node2's address dead in the head's cluster.
+    events = [{"event": "playbook_on_stats", "event_data": {"artifact_data": status.get("global_custom_stats", {})}}]
+    rows = {row["host"]: row for row in hosts_from_events(events)}
+    (ray,) = [service["ray"] for service in rows["node1"]["services"] if service["name"] == "vllm-big-ray.service"]
+    assert ray["nodes"] == ["node1", "node2"] and ray["role"] == "head"
+    assert address["node2"] not in [node["address"] for node in ray["cluster"] if node["alive"]], ray
+    assert rows["node1"]["ok"] is False
+
+
+def test_the_group_serves_again_once_the_worker_is_back(worker_stopped):
+    hosts, address = nodes(), addresses()
+    wait_for(lambda: health(hosts["node1"]) == "200", 300, "the group serving again after node2's Ray came back")
+    assert "1 on %s" % address["node2"] in chat(hosts["node1"])
+
+
+@pytest.fixture(scope="module")
+def faulty(worker_stopped, stacks):
+    current, previous = stacks
+    hosts = nodes()
+    wait_for(lambda: health(hosts["node1"]) == "200", 300, "the group serving before the faulty switch")
+    since = int(float(hosts["node1"].check_output("date +%s.%N")))
+    fault = "{{ {'FIXTURE_VLLM_LOADS_ONLY_ON': '%s'} if inventory_hostname == 'node2' else {} }}" % current
+    extra = {
+        "vllm_service_target": previous,
+        "vllm_service_environment": fault,
+        "vllm_service_health_timeout": 240,
+    }
+    return run(extra), since
+
+
+def test_a_stage_that_fails_on_the_new_stack_sends_the_whole_group_back(faulty, stacks):
+    (rc, tasks, _stats, _batches), since = faulty
+    current, previous = stacks
+    hosts, address = nodes(), addresses()
+    assert rc != 0
+    final = [f for f in failures(tasks) if f[0].endswith("Fail the host, naming the stack it serves")]
+    assert sorted(host for _name, host, _msg in final) == ["node1", "node2"], failures(tasks)
+    head = dict((host, msg) for _name, host, msg in final)["node1"]
+    assert "back on stack %s (from %s)" % (os.path.basename(current), os.path.basename(previous)) in head, head
+    engine = journal(hosts["node1"], "vllm-big.service", since)
+    assert "worker 1 on node %s failed to start" % address["node2"] in engine, engine
+    assert "the model does not load on the stack in %s" % previous in engine, engine
+    for name, host in hosts.items():
+        assert link(host, "current") == current, name
+        assert host.service("vllm-big-ray.service").is_running, name
+    wait_for(lambda: health(hosts["node1"]) == "200", 120, "the group serving on stack A again")
