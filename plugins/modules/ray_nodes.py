@@ -14,7 +14,7 @@ short_description: Read a serving group's Ray cluster, and wait until every node
 version_added: "0.3.0"
 description:
   - Joins the Ray cluster at O(address) as a driver with the stack's own Python and Ray (O(python)), lists its
-    nodes (C(ray.nodes())) and compares them with the group's O(nodes).
+    nodes (C(ray.nodes)) and compares them with the group's O(nodes).
   - With O(timeout) it polls until every node of O(nodes) is alive in the cluster, and fails naming the nodes that are
     not, with Ray's view of the cluster, when they have not joined in time. vLLM would wait for its placement group
     instead, up to 30 minutes, saying only that the cluster lacks GPUs.
@@ -74,7 +74,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nodes:
-  description: Ray's nodes, as C(ray.nodes()) gives them.
+  description: Ray's nodes, as C(ray.nodes) gives them.
   returned: success
   type: list
   elements: dict
