@@ -90,6 +90,7 @@ waited:
   type: int
 """
 
+import pwd
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -102,7 +103,14 @@ def read(module):
     argv = serving_group.ray_nodes_command(
         params["python"], params["address"], params["node_ip_address"], params["user"]
     )
-    rc, out, err = module.run_command(argv, environ_update={"RAY_USAGE_STATS_ENABLED": "0"})
+    environ = {"RAY_USAGE_STATS_ENABLED": "0"}
+    if params["user"]:
+        # runuser keeps root's environment: Ray's driver writes under HOME.
+        try:
+            environ["HOME"] = pwd.getpwnam(params["user"]).pw_dir
+        except KeyError:
+            return None, "no account %s on this host" % params["user"]
+    rc, out, err = module.run_command(argv, environ_update=environ)
     if rc != 0:
         return None, (err or out).strip()[-2000:]
     try:

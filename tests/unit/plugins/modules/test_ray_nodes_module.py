@@ -64,3 +64,9 @@ def test_a_cluster_that_cannot_be_read_says_why(tmp_path, capsys):
     code, result = run_module(args, capsys)
     assert code == 1 and "could not read the Ray cluster at 10.0.0.1:6379" in result["msg"]
     assert "Failed to connect to Ray cluster" in result["msg"]
+
+
+def test_an_account_that_does_not_exist_is_named(tmp_path, capsys):
+    args = {"python": python(tmp_path, "[]"), "address": "10.0.0.1:6379", "user": "no-such-account-here"}
+    code, result = run_module(args, capsys)
+    assert code == 1 and "no account no-such-account-here on this host" in result["msg"]
