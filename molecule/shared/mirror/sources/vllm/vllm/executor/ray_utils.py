@@ -85,7 +85,7 @@ def _wait_until_pg_ready(ray, placement_group):
     ready_ref = placement_group.ready()
     interval = 10
     while time.time() - started < PG_WAIT_TIMEOUT:
-        ready, _ = ray.wait([ready_ref], timeout=interval)
+        ready, _pending = ray.wait([ready_ref], timeout=interval)
         if ready:
             return
         interval *= 2
@@ -125,7 +125,7 @@ def initialize_ray_cluster(platform, world_size):
             device,
             device,
         )
-    specs = [{device: 1.0} for _ in range(world_size)]
+    specs = [{device: 1.0} for _bundle in range(world_size)]
     current_ip = get_ip()
     node_id = ray.get_runtime_context().get_node_id()
     resources = available_resources_per_node()[node_id]
