@@ -142,21 +142,17 @@ def check_group(instance, facts, port=RAY_PORT):
 
 def ray_start_args(node, nodes, addresses, gpus, port=RAY_PORT):
     """`ray start` arguments for node: the head starts the cluster, the others join it. In the foreground (--block)
-    for a Type=simple unit, without the dashboard and usage reporting (an air-gapped cluster)."""
+    for a Type=simple unit, without usage reporting (an air-gapped cluster) and, on the head, without the dashboard
+    (Ray refuses --include-dashboard on a worker)."""
     if node not in nodes:
         raise InvalidGroup("%s is not a node of the group (%s)" % (node, ", ".join(nodes)))
     head = nodes[0]
     args = ["start", "--block"]
     if node == head:
-        args += ["--head", "--port=%d" % port]
+        args += ["--head", "--port=%d" % port, "--include-dashboard=false"]
     else:
         args += ["--address=%s:%d" % (addresses[head], port)]
-    return args + [
-        "--node-ip-address=%s" % addresses[node],
-        "--num-gpus=%d" % gpus,
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-    ]
+    return args + ["--node-ip-address=%s" % addresses[node], "--num-gpus=%d" % gpus, "--disable-usage-stats"]
 
 
 def node_facts(instance, node_fact):

@@ -93,13 +93,15 @@ def test_the_head_starts_the_cluster_and_a_worker_joins_it():
         "--block",
         "--head",
         "--port=6379",
+        "--include-dashboard=false",
         "--node-ip-address=10.0.0.1",
         "--num-gpus=8",
-        "--include-dashboard=false",
         "--disable-usage-stats",
     ]
     worker = sg.ray_start_args("node2", ["node1", "node2"], addresses, 8)
     assert worker[:3] == ["start", "--block", "--address=10.0.0.1:6379"] and "--node-ip-address=10.0.0.2" in worker
+    # Ray (2.60) refuses it on a worker: "`--include-dashboard` should only be specified when starting head node".
+    assert not any(arg.startswith("--include-dashboard") for arg in worker)
     with pytest.raises(sg.InvalidGroup, match="node3 is not a node of the group"):
         sg.ray_start_args("node3", ["node1", "node2"], addresses, 8)
 
