@@ -87,7 +87,7 @@ def link(host, name):
 
 
 def health(host):
-    return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health", PORT)
+    return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%s/health", str(PORT))
 
 
 def wait_for(check, timeout, what):
@@ -109,7 +109,7 @@ def chat(host):
 
 
 def journal(host, unit, since):
-    return host.check_output("sudo journalctl -q -o cat -u %s --since '@%d'", unit, since)
+    return host.check_output("sudo journalctl -q -o cat -u %s --since %s", unit, "@%d" % since)
 
 
 def invocations():
@@ -133,9 +133,9 @@ def group(stacks):
     yield run()
     # The scenario's later tests find the hosts without the group.
     for name, host in nodes().items():
-        units = " ".join(UNITS[name])
-        host.run("sudo systemctl disable --now %s", units)
-        host.run("sudo rm -f /etc/systemd/system/vllm-big*.service /etc/instinct-stack/vllm/big*")
+        host.run("sudo systemctl disable --now " + " ".join(UNITS[name]))
+        # The glob in root's shell: the ansible user cannot read /etc/instinct-stack/vllm (0700).
+        host.run("sudo sh -c 'rm -f /etc/systemd/system/vllm-big*.service /etc/instinct-stack/vllm/big*'")
         host.run("sudo systemctl daemon-reload")
 
 
