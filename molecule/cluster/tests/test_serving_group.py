@@ -87,7 +87,8 @@ def link(host, name):
 
 
 def health(host):
-    return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%s/health", str(PORT))
+    # 000 when nothing listens (curl exits 7).
+    return host.run("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%s/health", str(PORT)).stdout.strip()
 
 
 def wait_for(check, timeout, what):
