@@ -10,9 +10,10 @@ running, untouched):
    bundle: a chat completion through the head names the node of each pipeline stage, and node2 runs the actor of
    stage 1. A rerun changes nothing.
 2. node2 told to serve stack B while node1 keeps A: refused before anything starts, naming node2 and both stacks.
-3. node2's Ray stopped under a serving group: the head's engine loses its stage-1 worker, fails naming node2's
-   address and stops answering /health; Ray's view (playbooks/status.yml) shows node2's address dead. node2's Ray
-   started again, the group serves again.
+3. node2 cut off from the head (a blackhole route on node2) under a serving group: the head's engine loses its
+   stage-1 worker and fails naming node2's address; a switch to stack B then fails: node2 cannot reach the head's Ray
+   port and the head names node2 as missing from its Ray cluster, and both nodes go back to stack A together. Ray's
+   view (playbooks/status.yml) shows node2 missing. node2 reconnected, the group serves again.
 4. the group switched to stack B with a stage that does not load there on node2 (FIXTURE_VLLM_LOADS_ONLY_ON in its
    Ray's environment): the head's engine fails naming node2's address, and both nodes go back to stack A together,
    serving again; the run fails.
@@ -202,34 +203,59 @@ def test_nodes_on_different_stacks_are_refused_before_anything_starts(refused, s
 
 
 @pytest.fixture(scope="module")
-def worker_stopped(refused):
-    hosts = nodes()
+def worker_stopped(refused, stacks):
+    """node2 gone from the head's network (a blackhole route on node2; Ansible still reaches it from the
+    controller) under a serving group, then a switch to stack B: its results, the head's journal and Ray's view
+    (playbooks/status.yml) while node2 is gone; then node2 back."""
+    _current, previous = stacks
+    hosts, address = nodes(), addresses()
     since = int(float(hosts["node1"].check_output("date +%s.%N")))
-    hosts["node2"].check_output("sudo systemctl stop vllm-big-ray.service")
-    wait_for(lambda: health(hosts["node1"]) != "200", 120, "the head's /health failing after node2's Ray stopped")
-    lost = journal(hosts["node1"], "vllm-big.service", since)
-    rc, status = playbook_json("playbooks/status.yml", timeout=300)
-    hosts["node2"].check_output("sudo systemctl start vllm-big-ray.service")
-    return lost, status
+    hosts["node2"].check_output("sudo ip route add blackhole %s/32", address["node1"])
+    try:
+        wait_for(lambda: health(hosts["node1"]) != "200", 180, "the head's /health failing with node2 gone")
+        switched = run(
+            {"vllm_service_target": previous, "vllm_service_ray_join_timeout": 10, "vllm_service_health_timeout": 20}
+        )
+        lost = journal(hosts["node1"], "vllm-big.service", since)
+        _rc, status = playbook_json("playbooks/status.yml", timeout=300)
+    finally:
+        hosts["node2"].check_output("sudo ip route del blackhole %s/32", address["node1"])
+    return switched, lost, status
 
 
-def test_a_worker_stopped_fails_the_heads_health_naming_it(worker_stopped):
-    lost, status = worker_stopped
-    address = addresses()
+def test_a_worker_gone_fails_the_switch_and_the_group_goes_back_naming_it(worker_stopped, stacks):
+    (rc, tasks, _stats, _batches), lost, _status = worker_stopped
+    current, _previous = stacks
+    hosts, address = nodes(), addresses()
+    assert rc != 0
+    # While serving, the head's engine lost its stage-1 worker and said where.
     assert "the worker of pipeline stage 1 (rank 1) on node %s" % address["node2"] in lost, lost
     assert "EngineDeadError" in lost, lost
-    # Ray's view through instinct-stack status: node2's address dead in the head's cluster.
+    found = failures(tasks)
+    assert {host for _name, host, _msg in found} == {"node1", "node2"}, found
+    messages = " ".join(msg for _name, _host, msg in found)
+    assert "node2 cannot reach the head node1 at %s:6379" % address["node1"] in messages, found
+    assert "node2 (%s) is not in the Ray cluster at %s:6379" % (address["node2"], address["node1"]) in messages, found
+    # Both nodes went back to stack A together.
+    for name, host in hosts.items():
+        assert link(host, "current") == current, name
+
+
+def test_status_shows_rays_view_of_the_group_without_the_worker(worker_stopped):
+    _switched, _lost, status = worker_stopped
+    address = addresses()
     events = [{"event": "playbook_on_stats", "event_data": {"artifact_data": status.get("global_custom_stats", {})}}]
     rows = {row["host"]: row for row in hosts_from_events(events)}
     (ray,) = [service["ray"] for service in rows["node1"]["services"] if service["name"] == "vllm-big-ray.service"]
     assert ray["nodes"] == ["node1", "node2"] and ray["role"] == "head"
-    assert address["node2"] not in [node["address"] for node in ray["cluster"] if node["alive"]], ray
+    alive = [node["address"] for node in ray["cluster"] if node["alive"]]
+    assert address["node1"] in alive and address["node2"] not in alive, ray
     assert rows["node1"]["ok"] is False
 
 
 def test_the_group_serves_again_once_the_worker_is_back(worker_stopped):
     hosts, address = nodes(), addresses()
-    wait_for(lambda: health(hosts["node1"]) == "200", 300, "the group serving again after node2's Ray came back")
+    wait_for(lambda: health(hosts["node1"]) == "200", 300, "the group serving again after node2 came back")
     assert "1 on %s" % address["node2"] in chat(hosts["node1"])
 
 
