@@ -2,7 +2,7 @@
 
 After test_rollback both nodes serve stack A (current) and keep stack B (previous). Run from the controller as an
 operator would, with the group as the only instance (`--tags models,vllm_service`; the scenario's own instance keeps
-running, untouched):
+running, untouched; the later runs `--tags vllm_service`):
 
 1. the group: node1 the head (its Ray head and `vllm serve` with the Ray backend, pipeline_parallel_size 2), node2 a
    Ray worker, each giving it one GPU (Ray's --num-gpus). The fixture vLLM joins the cluster as vLLM does, asks for
@@ -55,9 +55,10 @@ EXTRA = {
 }
 
 
-def run(extra=None, tags="models,vllm_service"):
+def run(extra=None, tags="vllm_service"):
     """site.yml, one host per batch outside groups: (rc, [(task, host, result)], stats, the hosts of each batch of
-    the serve play)."""
+    the serve play). After the first run (which pulls the model: models,vllm_service) the instance's link names the
+    revision, so the service role alone serves it."""
     args = json.dumps({"instinct_serial": 1, **EXTRA, **(extra or {})})
     rc, output = playbook_json("site.yml", "--tags", tags, "-e", args, timeout=1200)
     tasks = [
@@ -132,7 +133,7 @@ def stacks():
 
 @pytest.fixture(scope="module")
 def group(stacks):
-    yield run()
+    yield run(tags="models,vllm_service")
     # The scenario's later tests find the hosts without the group.
     for name, host in nodes().items():
         host.run("sudo systemctl disable --now " + " ".join(UNITS[name]))
