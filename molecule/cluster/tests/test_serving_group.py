@@ -10,10 +10,10 @@ running, untouched; the later runs `--tags vllm_service`):
    bundle: a chat completion through the head names the node of each pipeline stage, and node2 runs the actor of
    stage 1. A rerun changes nothing.
 2. node2 told to serve stack B while node1 keeps A: refused before anything starts, naming node2 and both stacks.
-3. node2 cut off from the head (a blackhole route on node2) under a serving group: the head's engine loses its
-   stage-1 worker and fails naming node2's address; a switch to stack B then fails: node2 cannot reach the head's Ray
-   port and the head names node2 as missing from its Ray cluster, and both nodes go back to stack A together. Ray's
-   view (playbooks/status.yml) shows node2 missing. node2 reconnected, the group serves again.
+3. node2 cut off from the head (a blackhole route in its network namespace) under a serving group, then a switch to
+   stack B: node2 cannot reach the head's Ray port, the head names node2 as missing from its Ray cluster, and both
+   nodes go back to stack A together, where the head's engine waits for node2. Ray's view (playbooks/status.yml) shows
+   node2 missing. node2 reconnected, the group serves again.
 4. the group switched to stack B with a stage that does not load there on node2 (FIXTURE_VLLM_LOADS_ONLY_ON in its
    Ray's environment): the head's engine fails naming node2's address, and both nodes go back to stack A together,
    serving again; the run fails.
@@ -229,12 +229,17 @@ def worker_stopped(refused, stacks):
     namespace = network_namespace(address["node2"])
     subprocess.run(["ip", "-n", namespace, "route", "add", "blackhole", address["node1"] + "/32"], check=True)
     try:
-        wait_for(lambda: health(hosts["node1"]) != "200", 180, "the head's /health failing with node2 gone")
         switched = run(
-            {"vllm_service_target": previous, "vllm_service_ray_join_timeout": 10, "vllm_service_health_timeout": 20}
+            {"vllm_service_target": previous, "vllm_service_ray_join_timeout": 10, "vllm_service_health_timeout": 10}
+        )
+        _rc, status = playbook_json("playbooks/status.yml", timeout=300)
+        # vLLM logs its placement-group wait every 10 s and more.
+        wait_for(
+            lambda: "Waiting for creating a placement group" in journal(hosts["node1"], "vllm-big.service", since),
+            60,
+            "the head's engine waiting for its placement group",
         )
         lost = journal(hosts["node1"], "vllm-big.service", since)
-        _rc, status = playbook_json("playbooks/status.yml", timeout=300)
     finally:
         subprocess.run(["ip", "-n", namespace, "route", "del", "blackhole", address["node1"] + "/32"], check=True)
     return switched, lost, status
@@ -245,9 +250,8 @@ def test_a_worker_gone_fails_the_switch_and_the_group_goes_back_naming_it(worker
     current, _previous = stacks
     hosts, address = nodes(), addresses()
     assert rc != 0
-    # While serving, the head's engine lost its stage-1 worker and said where.
-    assert "the worker of pipeline stage 1 (rank 1) on node %s" % address["node2"] in lost, lost
-    assert "EngineDeadError" in lost, lost
+    # Back on stack A without node2, the head's engine waits for a placement group Ray cannot give it.
+    assert "Waiting for creating a placement group" in lost, lost
     found = failures(tasks)
     assert {host for _name, host, _msg in found} == {"node1", "node2"}, found
     messages = " ".join(msg for _name, _host, msg in found)
