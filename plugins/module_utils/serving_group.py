@@ -78,12 +78,13 @@ def _differs(name, nodes, facts, key, what, fix):
     ]
 
 
-def check_group(instance, facts, port=RAY_PORT):
+def check_group(instance, facts):
     """Every problem that would keep the group from starting, each naming the node and what differs; [] when none.
 
     facts: {node: {"stack": the stack key it would serve, "model": the model revision key, "gpus": its GPU count,
-    "address": the address the others reach it at, "reaches_head": whether it reached the head's Ray port}}, for the
-    nodes the run knows; a node missing from it is not in the run.
+    "address": the address the others reach it at}}, for the nodes the run knows; a node missing from it is not in
+    the run. Whether each worker reaches the head's Ray port is checked once the head's Ray is up (the vllm_service
+    role's tasks/group_ray.yml), not here.
     """
     name = instance.get("name")
     check_shape(instance)
@@ -129,13 +130,6 @@ def check_group(instance, facts, port=RAY_PORT):
             problems.append(
                 'serving group %r: %s share the address %s: every node needs its own (vLLM: "Every node should '
                 'have a unique IP address")' % (name, " and ".join(sharing), address)
-            )
-    head = nodes[0]
-    for node in nodes[1:]:
-        if facts[node].get("reaches_head") is False:
-            problems.append(
-                "serving group %r: %s cannot reach the head %s at %s:%d (Ray's port): open it between the nodes"
-                % (name, node, head, facts[head].get("address"), port)
             )
     return problems
 
@@ -230,11 +224,11 @@ def serve_batches(ordered, groups, serial):
     return sizes + [1]
 
 
-def missing_from_ray(nodes, addresses, ray_nodes):
-    """The group's nodes Ray does not see alive: [(node, address)], from ray.nodes() as
+def missing_from_ray(addresses, ray_nodes):
+    """The group's nodes ({node: address}) Ray does not see alive: [(node, address)], from ray.nodes() as
     [{"address": NodeManagerAddress, "alive": bool, ...}]."""
     alive = set(str(node.get("address")) for node in ray_nodes if node.get("alive"))
-    return [(node, addresses[node]) for node in nodes if str(addresses[node]) not in alive]
+    return [(node, address) for node, address in addresses.items() if str(address) not in alive]
 
 
 # What ray_nodes runs with the stack's own Python, as the service account, to read Ray's view of the cluster: a

@@ -140,7 +140,7 @@ def main():
     while True:
         nodes, error = read(module)
         waited = int(time.monotonic() - started)
-        missing = serving_group.missing_from_ray(list(expected), expected, nodes or [])
+        missing = serving_group.missing_from_ray(expected, nodes or [])
         if nodes is not None and not missing:
             break
         if waited >= params["timeout"]:
