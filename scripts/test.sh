@@ -6,14 +6,15 @@
 # INSTINCT_TEST_STAGES limits the stages (space separated), e.g. "lint unit"; "molecule:cluster"
 # runs one scenario.
 #
-# Two lanes run at once, each stage after the one before it in its lane: the qemu scenario (default) and then
-# the checks (lint, sanity, unit) in one, the nspawn scenarios in the other. Neither kind keeps both cores busy
-# (a TCG guest and an Ansible controller wait on each other, as do an Ansible controller and its nspawn machines;
-# benchmarks/results/history.md, "The test command in two lanes"), so the lanes share the machine's two cores instead of one stage
-# leaving a core idle. The scenarios share nothing but the guest image and the fixture mirror, which setup builds
-# before the lanes start. Each lane's output goes to build/lane-NAME.log and is printed whole at the end; a line
-# per stage says when it ends. INSTINCT_TEST_LANES=1 runs every stage in one lane, one after another (each
-# stage's own time, with nothing beside it).
+# Three lanes run at once, each stage after the one before it in its lane: the qemu scenario (default) in one, the
+# nspawn scenarios (airgapped, then cluster) in another, and the checks (the mixed fleet's Debian 13 image, lint,
+# sanity, unit) in a third at a lower CPU priority (nice). Neither scenario lane keeps both cores busy (a TCG guest and
+# an Ansible controller wait on each other, as do an Ansible controller and its nspawn machines;
+# benchmarks/results/history.md, "The test command in two lanes"), and the nspawn lane is the longest: the checks
+# take the cycles the scenarios leave and never slow the nspawn lane as an equal would. The scenarios share nothing
+# but the guest image and the fixture mirror, which setup builds before the lanes start. Each lane's output goes to
+# build/lane-NAME.log and is printed whole at the end; a line per stage says when it ends. INSTINCT_TEST_LANES=1
+# runs every stage in one lane, one after another (each stage's own time, with nothing beside it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 started=$SECONDS
@@ -91,11 +92,9 @@ done
 qemu_scenario() {
   [[ ! -f molecule/default/molecule.yml ]] || stage "molecule:default" molecule_scenario default
 }
-qemu_lane() {
-  qemu_scenario
-  # The Debian 13 image of the cluster scenario's mixed fleet (molecule/cluster/tests/test_mixed_fleet.py), built
-  # while this lane has time to spare and the nspawn lane is still in its scenarios; the test builds it itself when
-  # this stage did not run.
+checks_lane() {
+  # The Debian 13 image of the cluster scenario's mixed fleet (molecule/cluster/tests/test_mixed_fleet.py), first:
+  # built long before the cluster scenario's verifier needs it; the test builds it itself when this stage did not run.
   stage "molecule:trixie-image" env INSTINCT_GUEST_SUITE=trixie molecule/shared/vm/build-image.sh
   checks
 }
@@ -115,10 +114,13 @@ export PATH="$PWD/.venv/bin:$PATH"
 if [[ ${INSTINCT_TEST_LANES:-2} == 1 ]]; then
   { checks; nspawn_lane; qemu_scenario; } >build/lane-serial.log 2>&1
 else
-  qemu_lane >build/lane-qemu.log 2>&1 &
+  qemu_scenario >build/lane-qemu.log 2>&1 &
   qemu_pid=$!
+  # renice: the lane's subshell, and so every process it starts, below the scenarios.
+  (renice -n 10 -p "$BASHPID" >/dev/null && checks_lane) >build/lane-checks.log 2>&1 &
+  checks_pid=$!
   nspawn_lane >build/lane-nspawn.log 2>&1
-  wait "$qemu_pid"
+  wait "$qemu_pid" "$checks_pid"
 fi
 for log in build/lane-*.log; do
   echo
