@@ -50,6 +50,12 @@ def serve_order(hosts, hostvars, serial, instances="vllm_service_instances"):
     return {"hosts": ordered, "serial": serving_group.serve_batches(ordered, groups, serial), "groups": groups}
 
 
+def serving_groups_changed(instances, hostvars, fact="vllm_service_changed"):
+    """The names of this host's serving groups (validated instances) that changed on one of their nodes, from each
+    node's `fact` (the instance names whose unit, environment or stack changed there, set in the same batch)."""
+    return serving_group.groups_changed(instances, lambda node: _host_var(hostvars, node, fact, []))
+
+
 def ray_start_args(nodes, node, addresses, gpus, port=serving_group.RAY_PORT):
     """`ray start` arguments for node of a group of nodes (the head first)."""
     try:
@@ -65,4 +71,5 @@ class FilterModule(object):
             "serving_group_problems": serving_group_problems,
             "serve_order": serve_order,
             "ray_start_args": ray_start_args,
+            "serving_groups_changed": serving_groups_changed,
         }

@@ -224,6 +224,19 @@ def serve_batches(ordered, groups, serial):
     return sizes + [1]
 
 
+def groups_changed(instances, changed_of):
+    """The names of the serving groups among instances (one host's validated instances) that changed on one of their
+    own nodes: changed_of(node) gives the instance names whose unit, environment or stack changed on node. A group
+    restarts as a unit, so a change on any of its nodes restarts it on all; an instance of the same name on a host
+    outside the group is not the group."""
+    names = []
+    for instance in instances or []:
+        name = instance["name"]
+        if name not in names and any(name in (changed_of(node) or []) for node in instance.get("nodes") or []):
+            names.append(name)
+    return names
+
+
 def missing_from_ray(addresses, ray_nodes):
     """The group's nodes ({node: address}) Ray does not see alive: [(node, address)], from ray.nodes() as
     [{"address": NodeManagerAddress, "alive": bool, ...}]."""

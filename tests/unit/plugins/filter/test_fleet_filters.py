@@ -62,3 +62,10 @@ def test_ray_start_args_refuses_a_host_that_is_not_a_node():
     assert "--address=10.0.0.1:6379" in args and "--num-gpus=8" in args
     with pytest.raises(AnsibleFilterError, match="node3 is not a node of the group"):
         FILTERS["ray_start_args"](["node1", "node2"], "node3", {}, 8)
+
+
+def test_serving_groups_changed_reads_each_nodes_changes_from_hostvars():
+    hostvars = {"node1": {"vllm_service_changed": []}, "node2": {"vllm_service_changed": ["llama"]}, "x": {}}
+    assert FILTERS["serving_groups_changed"]([GROUP], hostvars) == ["llama"]
+    hostvars = {"node1": {}, "node2": {"vllm_service_changed": []}, "node3": {"vllm_service_changed": ["llama"]}}
+    assert FILTERS["serving_groups_changed"]([GROUP], hostvars) == []

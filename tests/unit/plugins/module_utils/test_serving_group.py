@@ -152,3 +152,15 @@ def test_the_ray_nodes_command_runs_as_the_service_account_and_its_output_is_rea
     assert sg.parse_ray_nodes('2026 INFO connected\n[{"address": "10.0.0.1"}]\n') == [{"address": "10.0.0.1"}]
     with pytest.raises(ValueError, match="no list of Ray nodes"):
         sg.parse_ray_nodes("Traceback ...")
+
+
+def test_a_group_changed_on_any_of_its_nodes_restarts_and_a_namesake_elsewhere_does_not():
+    single = {"name": "llama", "nodes": []}  # a one-host instance of the same name, on node3
+    changed = {"node1": [], "node2": ["llama"], "node3": ["llama", "other"]}
+    assert sg.groups_changed([GROUP], changed.get) == ["llama"]
+    changed["node2"] = []
+    # node3 is not one of the group's nodes: its own "llama" changing restarts nothing of the group.
+    assert sg.groups_changed([GROUP], changed.get) == []
+    assert sg.groups_changed([single, {"name": "other"}], changed.get) == []
+    # A node not in the batch (no fact) changed nothing.
+    assert sg.groups_changed([GROUP], {}.get) == []
