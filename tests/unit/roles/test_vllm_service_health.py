@@ -284,3 +284,32 @@ def test_validate_refuses_bad_wait_settings(host, tmp_path, settings):
     rc, output, _seconds = validate(host, tmp_path, [{"name": "llama", "model": "m"}], **settings)
     assert rc != 0
     assert "must be positive integers (seconds), vllm_service_health_restarts" in " ".join(output.split()), output
+
+
+def recover_fail_task():
+    """recover.yml's last task, which says what the host serves after a failure."""
+    tasks = yaml.safe_load((TASKS / "recover.yml").read_text())
+    (task,) = [task for task in tasks if task["name"] == "Fail the host, naming the stack it serves"]
+    return task
+
+
+def test_a_failed_wait_on_the_stack_served_before_says_why(host):
+    variables = {
+        "vllm_service_failure": "vllm-fixture did not answer /health within 120 s.",
+        "vllm_service_back": True,
+        "vllm_service_stack_back": True,
+        "vllm_service_models_back": [],
+        "vllm_service_from": "/opt/instinct-stack/stacks/A",
+        "vllm_service_to": "/opt/instinct-stack/stacks/B",
+        "vllm_service_back_health": {
+            "failed": True,
+            "results": [
+                {"item": {"name": "ok"}, "failed": False, "msg": "fine"},
+                {"item": {"name": "fixture"}, "failed": True, "msg": "vllm-fixture.service failed: exit code 1."},
+            ],
+        },
+    }
+    code, out, _seconds = host.run(variables, [recover_fail_task()])
+    assert code == 2, out
+    assert "switched back to stack A (from B), but its services did not answer /health there either:" in out, out
+    assert "vllm-fixture.service failed: exit code 1." in out and "fine" not in out, out
