@@ -50,6 +50,16 @@ def serve_order(hosts, hostvars, serial, instances="vllm_service_instances"):
     return {"hosts": ordered, "serial": serving_group.serve_batches(ordered, groups, serial), "groups": groups}
 
 
+def serving_group_addresses(instance, hostvars, fact="vllm_service_node"):
+    """{node: address} of a serving-group instance's nodes, from each node's `fact` (set by the vllm_service role in
+    the same batch); a node without it has no address (None)."""
+    try:
+        nodes = serving_group.group_nodes(instance)
+    except serving_group.InvalidGroup as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+    return {node: (_host_var(hostvars, node, fact, {}) or {}).get("address") for node in nodes}
+
+
 def serving_groups_changed(instances, hostvars, fact="vllm_service_changed"):
     """The names of this host's serving groups (validated instances) that changed on one of their nodes, from each
     node's `fact` (the instance names whose unit, environment or stack changed there, set in the same batch)."""
@@ -72,4 +82,5 @@ class FilterModule(object):
             "serve_order": serve_order,
             "ray_start_args": ray_start_args,
             "serving_groups_changed": serving_groups_changed,
+            "serving_group_addresses": serving_group_addresses,
         }

@@ -69,3 +69,12 @@ def test_serving_groups_changed_reads_each_nodes_changes_from_hostvars():
     assert FILTERS["serving_groups_changed"]([GROUP], hostvars) == ["llama"]
     hostvars = {"node1": {}, "node2": {"vllm_service_changed": []}, "node3": {"vllm_service_changed": ["llama"]}}
     assert FILTERS["serving_groups_changed"]([GROUP], hostvars) == []
+
+
+def test_serving_group_addresses_maps_each_node_to_the_address_it_recorded():
+    hostvars = {"node1": node("k1", "10.0.0.1"), "node2": node("k1", "10.0.0.2")}
+    assert FILTERS["serving_group_addresses"](GROUP, hostvars) == {"node1": "10.0.0.1", "node2": "10.0.0.2"}
+    assert list(FILTERS["serving_group_addresses"](GROUP, hostvars)) == ["node1", "node2"]
+    assert FILTERS["serving_group_addresses"](GROUP, {"node1": node("k1", "10.0.0.1")})["node2"] is None
+    with pytest.raises(AnsibleFilterError):
+        FILTERS["serving_group_addresses"]({"name": "x", "nodes": "node1"}, hostvars)
