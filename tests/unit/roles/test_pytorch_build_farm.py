@@ -19,14 +19,25 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
+# The fixture build logs its start, holds until every build the test expects in its wave has started (60 s at most),
+# and logs its end: a wave's builds overlap however late a loaded machine starts the second one, where a fixed sleep
+# raced with it, and a role that ran them one after another still shows as start, end, start.
 SETUP = """
-import os, time
+import json, os, time
 from setuptools import setup
 arch = os.environ["PYTORCH_ROCM_ARCH"]
 log = %r
+with open(%r) as handle:
+    wave = set(json.load(handle)[arch])
 with open(log, "a") as handle:
     handle.write("start %%s max_jobs=%%s\\n" %% (arch, os.environ["MAX_JOBS"]))
-time.sleep(1.5)
+deadline = time.time() + 60
+while time.time() < deadline:
+    with open(log) as handle:
+        if wave <= set(line.split()[1] for line in handle if line.startswith("start ")):
+            break
+    time.sleep(0.1)
+time.sleep(0.5)
 with open(log, "a") as handle:
     handle.write("end %%s\\n" %% arch)
 setup(name="torch", version="0.0.1+" + arch.replace(";", "."), py_modules=[])
@@ -116,9 +127,10 @@ def facts(result, name):
     raise AssertionError(name)
 
 
-def farm(tmp_path, build_hosts):
-    """Assign and build the four hosts' arch lists on build_hosts; each host's facts, the builds' log lines, and
-    the build hosts the builds ran on, once per module run."""
+def farm(tmp_path, build_hosts, waves):
+    """Assign and build the four hosts' arch lists on build_hosts, waves being the arch lists the test expects to
+    build at once; each host's facts, the builds' log lines, and the build hosts the builds ran on, once per module
+    run."""
     work = tmp_path / "w"
     (work / "src" / "tools" / "amd_build").mkdir(parents=True)
     (work / "src" / "tools" / "amd_build" / "build_amd.py").write_text("")
@@ -127,7 +139,9 @@ def farm(tmp_path, build_hosts):
     (work / "venv" / "bin" / "python").write_text('#!/bin/sh\nexec %s "$@"\n' % sys.executable)
     (work / "venv" / "bin" / "python").chmod(0o755)
     log = tmp_path / "builds.log"
-    (work / "src" / "setup.py").write_text(SETUP % str(log))
+    peers = tmp_path / "waves.json"
+    peers.write_text(json.dumps({arch: wave for wave in waves for arch in wave}))
+    (work / "src" / "setup.py").write_text(SETUP % (str(log), str(peers)))
     show = {
         "name": "Show",
         "ansible.builtin.debug": {
@@ -158,7 +172,7 @@ def farm(tmp_path, build_hosts):
 
 
 def test_two_build_hosts_get_distinct_arch_lists_and_build_a_wave_at_once(tmp_path):
-    shown, lines, delegated = farm(tmp_path, ["b1", "b2"])
+    shown, lines, delegated = farm(tmp_path, ["b1", "b2"], [["gfx90a", "gfx90a;gfx942"], ["gfx942"]])
     assigned = {"gfx90a": "b1", "gfx90a;gfx942": "b2", "gfx942": "b1"}
     assert shown["i1"]["assigned"] == assigned and shown["i1"]["farm"] == ["b1", "b2"]
     assert {host: shown[host]["mine"] for host in shown} == {"i1": "b1", "i2": "b1", "i3": "b1", "i4": "b2"}
@@ -181,7 +195,7 @@ def test_two_build_hosts_get_distinct_arch_lists_and_build_a_wave_at_once(tmp_pa
 
 
 def test_one_build_host_builds_every_arch_list_one_after_another(tmp_path):
-    shown, lines, delegated = farm(tmp_path, ["b1"])
+    shown, lines, delegated = farm(tmp_path, ["b1"], [["gfx90a"], ["gfx90a;gfx942"], ["gfx942"]])
     assert shown["i1"]["assigned"] == dict.fromkeys(["gfx90a", "gfx90a;gfx942", "gfx942"], "b1")
     assert shown["i1"]["farm"] == ["b1"] and {value["mine"] for value in shown.values()} == {"b1"}
     assert lines == [
