@@ -41,8 +41,10 @@ EXAMPLES = r"""
     that: problem | length == 0
     fail_msg: "{{ problem }}"
   vars:
-    problem: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'instinct_python_abi')))
-                 | instinct.stack.python_abi_problem }}"
+    problem: >-
+      {{ dict(ansible_play_hosts | zip(ansible_play_hosts
+                                       | map('extract', hostvars, ['ansible_facts', 'instinct_python_abi'])))
+         | instinct.stack.python_abi_problem }}
   run_once: true
 """
 
