@@ -9,6 +9,12 @@ kind of task costs per added host, so a per-host CPU target can be turned into a
 
 The environment passes through, so another strategy (ANSIBLE_STRATEGY=...) or setting is measured the same way.
 The figures are the ansible-playbook process and its children (getrusage), best of --repeat runs.
+
+With --poll-intervals, it measures instead what the controller spends while a task runs on a host: ansible-playbook
+polls its workers every internal_poll_interval seconds (an ansible.cfg setting, 0.001 by default, with no environment
+variable), so a run pays CPU per second of wall time whatever its hosts do:
+
+    .venv/bin/python -m benchmarks.task_floor --poll-intervals 0.001 0.005 0.01 0.02 --wait 20
 """
 
 import argparse
@@ -71,6 +77,25 @@ def measure(workdir, kind, tasks, hosts, forks, repeat):
     return {"kind": kind, "cpu_1": figures[1], "cpu_n": figures[hosts], "ms_per_task_host": per_task_host * 1000}
 
 
+def poll_cost(workdir, interval, seconds, repeat):
+    """Controller CPU per wall second while one task waits `seconds` on a host, at this internal_poll_interval."""
+    config = os.path.join(workdir, "poll-%s.cfg" % interval)
+    with open(config, "w") as handle:
+        handle.write("[defaults]\ninternal_poll_interval = %s\n" % interval)
+    inventory = os.path.join(workdir, "hosts-1.ini")
+    write_inventory(inventory, 1)
+    env = dict(os.environ, ANSIBLE_CONFIG=config, ANSIBLE_NOCOLOR="1")
+    cpu = {}
+    for wait in (0, seconds):
+        playbook = os.path.join(workdir, "wait-%d.yml" % wait)
+        play = {"name": "Wait", "hosts": "all", "gather_facts": False}
+        play["tasks"] = [{"name": "Wait on the host", "ansible.builtin.command": "sleep %d" % wait}]
+        with open(playbook, "w") as handle:
+            yaml.safe_dump([play], handle, sort_keys=False)
+        cpu[wait] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _ in range(repeat))
+    return (cpu[seconds] - cpu[0]) / seconds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=16, help="hosts of the larger run (default: 16)")
@@ -78,9 +103,18 @@ def main(argv=None):
     parser.add_argument("--forks", type=int, default=20, help="ansible forks (default: 20, as in ansible.cfg)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, the least CPU kept (default: 3)")
     parser.add_argument("--kinds", nargs="+", choices=sorted(KINDS), default=list(KINDS))
+    parser.add_argument("--poll-intervals", type=float, nargs="+", help="measure the polling cost at these instead")
+    parser.add_argument("--wait", type=int, default=20, help="seconds the polled task runs (default: 20)")
     args = parser.parse_args(argv)
     if args.hosts < 2 or args.tasks < 1:
         parser.error("--hosts must be at least 2 and --tasks at least 1")
+    if args.poll_intervals:
+        print("one task of %d s on one local host, best of %d" % (args.wait, args.repeat))
+        print("%-24s %28s" % ("internal_poll_interval", "controller CPU s per wall s"))
+        with tempfile.TemporaryDirectory(prefix="task-floor-") as workdir:
+            for interval in args.poll_intervals:
+                print("%-24s %28.3f" % (interval, poll_cost(workdir, interval, args.wait, args.repeat)))
+        return 0
     print("%d tasks, 1 and %d local hosts, %d forks, best of %d" % (args.tasks, args.hosts, args.forks, args.repeat))
     print("%-10s %10s %10s %22s" % ("kind", "CPU 1 host", "CPU N", "ms per task and host"))
     with tempfile.TemporaryDirectory(prefix="task-floor-") as workdir:

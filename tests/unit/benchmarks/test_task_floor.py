@@ -30,3 +30,9 @@ def test_a_measurement_runs_ansible_playbook_and_reports_a_cost_per_task_and_hos
     # Three hosts cost more than one: ansible-core forks a worker per host and task.
     assert row["cpu_n"] > row["cpu_1"] > 0
     assert row["ms_per_task_host"] > 0
+
+
+def test_polling_costs_more_at_a_shorter_interval(tmp_path):
+    frequent = task_floor.poll_cost(str(tmp_path), 0.0005, 3, 1)
+    rare = task_floor.poll_cost(str(tmp_path), 0.05, 3, 1)
+    assert frequent > rare
