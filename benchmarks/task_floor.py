@@ -72,7 +72,7 @@ def measure(workdir, kind, tasks, hosts, forks, repeat):
     for count in (1, hosts):
         inventory = os.path.join(workdir, "hosts-%d.ini" % count)
         write_inventory(inventory, count)
-        figures[count] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _ in range(repeat))
+        figures[count] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _run in range(repeat))
     per_task_host = (figures[hosts] - figures[1]) / ((hosts - 1) * tasks)
     return {"kind": kind, "cpu_1": figures[1], "cpu_n": figures[hosts], "ms_per_task_host": per_task_host * 1000}
 
@@ -92,7 +92,7 @@ def poll_cost(workdir, interval, seconds, repeat):
         play["tasks"] = [{"name": "Wait on the host", "ansible.builtin.command": "sleep %d" % wait}]
         with open(playbook, "w") as handle:
             yaml.safe_dump([play], handle, sort_keys=False)
-        cpu[wait] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _ in range(repeat))
+        cpu[wait] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _run in range(repeat))
     return (cpu[seconds] - cpu[0]) / seconds
 
 
