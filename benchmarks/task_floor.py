@@ -7,8 +7,9 @@ kind of task costs per added host, so a per-host CPU target can be turned into a
 
     .venv/bin/python -m benchmarks.task_floor --hosts 16 --tasks 50
 
-The environment passes through, so another strategy (ANSIBLE_STRATEGY=...) or setting is measured the same way.
-The figures are the ansible-playbook process and its children (getrusage), best of --repeat runs.
+Each run reads a configuration of its own (ansible-core's defaults, --forks and --poll-interval), not the ansible.cfg
+of the working directory; the environment passes through, so another strategy (ANSIBLE_STRATEGY=...) or setting is
+measured the same way. The figures are the ansible-playbook process and its children (getrusage), best of --repeat runs.
 
 With --poll-intervals, it measures instead what the controller spends while a task runs on a host: ansible-playbook
 polls its workers every internal_poll_interval seconds (an ansible.cfg setting, 0.001 by default, with no environment
@@ -29,6 +30,9 @@ import yaml
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
+# ansible-core's own default (config/base.yml, DEFAULT_INTERNAL_POLL_INTERVAL); --poll-interval measures another.
+DEFAULT_POLL_INTERVAL = 0.001
+
 # Each kind as one task; none connects to a host.
 KINDS = {
     "skipped": {"ansible.builtin.debug": {"msg": "never"}, "when": False},
@@ -38,15 +42,15 @@ KINDS = {
 }
 
 
-def write_playbook(path, kind, tasks):
-    play = {
-        "name": "Floor of %s tasks" % kind,
-        "hosts": "all",
-        "gather_facts": False,
-        "tasks": [dict({"name": "Task %d" % index}, **copy.deepcopy(KINDS[kind])) for index in range(tasks)],
-    }
+def write_playbook(path, tasks):
+    """One play of these tasks against every host, no facts gathered."""
+    play = {"name": "Floor", "hosts": "all", "gather_facts": False, "tasks": tasks}
     with open(path, "w") as handle:
         yaml.safe_dump([play], handle, sort_keys=False)
+
+
+def kind_tasks(kind, count):
+    return [dict({"name": "Task %d" % index}, **copy.deepcopy(KINDS[kind])) for index in range(count)]
 
 
 def write_inventory(path, hosts):
@@ -54,6 +58,15 @@ def write_inventory(path, hosts):
         handle.write("[floor]\n")
         for index in range(1, hosts + 1):
             handle.write("floor-%d ansible_connection=local ansible_python_interpreter=%s\n" % (index, sys.executable))
+
+
+def ansible_env(workdir, interval):
+    """ansible-core's defaults but forks and the poll interval, whatever ansible.cfg the working directory holds;
+    the environment still passes through (ANSIBLE_STRATEGY=...)."""
+    config = os.path.join(workdir, "poll-%s.cfg" % interval)
+    with open(config, "w") as handle:
+        handle.write("[defaults]\ninternal_poll_interval = %s\n" % interval)
+    return dict(os.environ, ANSIBLE_CONFIG=config, ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1")
 
 
 def cpu_of(argv, env):
@@ -64,35 +77,34 @@ def cpu_of(argv, env):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(workdir, kind, tasks, hosts, forks, repeat):
+def least_cpu(inventory, playbook, env, repeat):
+    """The least CPU of `repeat` runs of the playbook."""
+    return min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _run in range(repeat))
+
+
+def measure(workdir, kind, tasks, hosts, forks, repeat, interval=DEFAULT_POLL_INTERVAL):
     playbook = os.path.join(workdir, kind + ".yml")
-    write_playbook(playbook, kind, tasks)
-    env = dict(os.environ, ANSIBLE_FORKS=str(forks), ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1")
+    write_playbook(playbook, kind_tasks(kind, tasks))
+    env = dict(ansible_env(workdir, interval), ANSIBLE_FORKS=str(forks))
     figures = {}
     for count in (1, hosts):
         inventory = os.path.join(workdir, "hosts-%d.ini" % count)
         write_inventory(inventory, count)
-        figures[count] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _run in range(repeat))
+        figures[count] = least_cpu(inventory, playbook, env, repeat)
     per_task_host = (figures[hosts] - figures[1]) / ((hosts - 1) * tasks)
     return {"kind": kind, "cpu_1": figures[1], "cpu_n": figures[hosts], "ms_per_task_host": per_task_host * 1000}
 
 
 def poll_cost(workdir, interval, seconds, repeat):
     """Controller CPU per wall second while one task waits `seconds` on a host, at this internal_poll_interval."""
-    config = os.path.join(workdir, "poll-%s.cfg" % interval)
-    with open(config, "w") as handle:
-        handle.write("[defaults]\ninternal_poll_interval = %s\n" % interval)
+    env = ansible_env(workdir, interval)
     inventory = os.path.join(workdir, "hosts-1.ini")
     write_inventory(inventory, 1)
-    env = dict(os.environ, ANSIBLE_CONFIG=config, ANSIBLE_NOCOLOR="1")
     cpu = {}
     for wait in (0, seconds):
         playbook = os.path.join(workdir, "wait-%d.yml" % wait)
-        play = {"name": "Wait", "hosts": "all", "gather_facts": False}
-        play["tasks"] = [{"name": "Wait on the host", "ansible.builtin.command": "sleep %d" % wait}]
-        with open(playbook, "w") as handle:
-            yaml.safe_dump([play], handle, sort_keys=False)
-        cpu[wait] = min(cpu_of([ANSIBLE_PLAYBOOK, "-i", inventory, playbook], env) for _run in range(repeat))
+        write_playbook(playbook, [{"name": "Wait on the host", "ansible.builtin.command": "sleep %d" % wait}])
+        cpu[wait] = least_cpu(inventory, playbook, env, repeat)
     return (cpu[seconds] - cpu[0]) / seconds
 
 
@@ -103,6 +115,12 @@ def main(argv=None):
     parser.add_argument("--forks", type=int, default=20, help="ansible forks (default: 20, as in ansible.cfg)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, the least CPU kept (default: 3)")
     parser.add_argument("--kinds", nargs="+", choices=sorted(KINDS), default=list(KINDS))
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL,
+        help="internal_poll_interval of the task runs (default: %s, ansible-core's)" % DEFAULT_POLL_INTERVAL,
+    )
     parser.add_argument("--poll-intervals", type=float, nargs="+", help="measure the polling cost at these instead")
     parser.add_argument("--wait", type=int, default=20, help="seconds the polled task runs (default: 20)")
     args = parser.parse_args(argv)
@@ -115,11 +133,14 @@ def main(argv=None):
             for interval in args.poll_intervals:
                 print("%-24s %28.3f" % (interval, poll_cost(workdir, interval, args.wait, args.repeat)))
         return 0
-    print("%d tasks, 1 and %d local hosts, %d forks, best of %d" % (args.tasks, args.hosts, args.forks, args.repeat))
+    print(
+        "%d tasks, 1 and %d local hosts, %d forks, internal_poll_interval %s, best of %d"
+        % (args.tasks, args.hosts, args.forks, args.poll_interval, args.repeat)
+    )
     print("%-10s %10s %10s %22s" % ("kind", "CPU 1 host", "CPU N", "ms per task and host"))
     with tempfile.TemporaryDirectory(prefix="task-floor-") as workdir:
         for kind in args.kinds:
-            row = measure(workdir, kind, args.tasks, args.hosts, args.forks, args.repeat)
+            row = measure(workdir, kind, args.tasks, args.hosts, args.forks, args.repeat, args.poll_interval)
             print("%-10s %9.2fs %9.2fs %22.1f" % (kind, row["cpu_1"], row["cpu_n"], row["ms_per_task_host"]))
     return 0
 
